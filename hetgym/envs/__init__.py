@@ -1,0 +1,5 @@
+"""Gymnasium environments of hetgym."""
+
+from hetgym.envs.hetcluster import HetClusterEnv
+
+__all__ = ["HetClusterEnv"]

@@ -1,0 +1,278 @@
+"""``HetCluster-v0``: schedule deep-learning jobs on a hybrid CPU/GPU cluster."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from hetgym import scenarios as _scenarios
+from hetgym.decisions import SchedulingError
+from hetgym.envs.features import obs_size, observe_nb
+from hetgym.envs.reward import RewardTracker
+from hetgym.metrics import job_table, summarize
+from hetgym.sim import kernels as K
+from hetgym.sim.engine import Simulator
+from hetgym.specs import Scenario
+
+__all__ = ["HetClusterEnv"]
+
+
+class HetClusterEnv(gym.Env):
+    """Schedule the jobs of a trace window on a hybrid cluster, one decision per step.
+
+    ## Description
+    Jobs arrive over simulated time at a cluster of CPU nodes and GPU nodes of
+    several generations. At each decision point the agent starts one of the
+    first ``window`` waiting jobs on one device type (the environment places
+    its workers), or waits until the next event (arrival, completion, end of a
+    grace period). Several actions may be taken at one instant; when only
+    "wait" is feasible the environment advances by itself. The simulator is
+    the one behind :func:`hetgym.simulate` (DESIGN.md, "Simulation semantics").
+
+    ## Action Space
+    ``Discrete(K*C + R + 1)``: action ``k*C + c`` starts the k-th job of the
+    window (queue order: arrival, preempted jobs first) on device type ``c``
+    (``env.unwrapped.devices``); with ``preemption=True``, action ``K*C + r``
+    preempts the r-th running BE job of the running window (R = ``run_window``,
+    else R = 0); the last action waits. ``action_masks()`` (also
+    ``info["action_mask"]``) marks the feasible ones; an infeasible action is
+    handled as ``invalid_action`` says: ``"wait"`` or ``"raise"``.
+
+    ## Observation Space
+    ``Box(-1, 1, (obs_size,), float32)``; the table of every feature is in
+    :mod:`hetgym.envs.features`.
+
+    ## Rewards
+    Named terms (``info["reward_terms"]``) weighted by the scenario objective
+    (:mod:`hetgym.envs.reward`). Default ``jct``: minus the number of jobs in
+    the system times the simulated time that passed, divided by
+    ``reward_scale`` (3600 s), so the undiscounted episode return equals
+    minus the total JCT in hours.
+
+    ## Starting State
+    ``reset(seed)`` draws a window of ``n_jobs`` consecutive jobs (by arrival)
+    from the scenario's jobs (all of them when ``n_jobs`` is None) and
+    advances to the first decision point.
+
+    ## Episode End
+    Terminated when every job of the window has completed; truncated after
+    ``max_steps`` steps or at the scenario horizon. The final step's info has
+    ``episode_metrics`` (see :mod:`hetgym.metrics`).
+
+    ## Arguments
+    ``scenario`` (name or :class:`~hetgym.specs.Scenario`), ``scenario_kwargs``
+    (overrides passed to ``hetgym.scenarios.get``), ``window`` (K, 16),
+    ``n_jobs`` (jobs per episode window, 64; None = all), ``placement`` (pack, spread,
+    topology; default the scenario's), ``invalid_action`` (wait, raise),
+    ``preemption`` (False), ``run_window`` (8), ``reward_scale`` (3600),
+    ``max_steps`` (default 20 x jobs + 1000), ``render_mode`` (ansi, rgb_array).
+
+    ## Version History
+    * v0: initial release.
+    """
+
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
+
+    def __init__(self, scenario: str | Scenario = _scenarios.DEFAULT,
+                 scenario_kwargs: dict[str, Any] | None = None, window: int = 16,
+                 n_jobs: int | None = 64, placement: str | None = None,
+                 invalid_action: str = "wait", preemption: bool = False, run_window: int = 8,
+                 reward_scale: float = 3600.0, max_steps: int | None = None,
+                 render_mode: str | None = None) -> None:
+        if isinstance(scenario, Scenario):
+            sc = scenario
+        else:
+            sc = _scenarios.get(scenario, **(scenario_kwargs or {}))
+        if placement is not None:
+            sc = sc.replace(options={"placement": placement})
+        if invalid_action not in ("wait", "raise"):
+            raise ValueError(f"invalid_action must be 'wait' or 'raise', got {invalid_action!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
+        self.scenario = sc
+        self.devices = sc.device_types
+        self.window = int(window)
+        self.n_dev = len(self.devices)
+        self.preemption = bool(preemption)
+        self.run_window = int(run_window) if preemption else 0
+        self.invalid_action = invalid_action
+        self.reward_scale = float(reward_scale)
+        self.render_mode = render_mode
+        n_total = len(sc.workload)
+        self.n_jobs = n_total if n_jobs is None else min(int(n_jobs), n_total)
+        self.max_steps = max_steps if max_steps is not None else 20 * self.n_jobs + 1000
+        self.n_start_actions = self.window * self.n_dev
+        self.wait_action = self.n_start_actions + self.run_window
+        self.action_space = spaces.Discrete(self.wait_action + 1)
+        self.observation_space = spaces.Box(
+            -1.0, 1.0, (obs_size(self.window, self.n_dev, self.run_window),), np.float32)
+        self.sim: Simulator | None = None
+        self._mask2d = np.zeros((self.window, self.n_dev), dtype=np.bool_)
+        self._mask = np.zeros(self.action_space.n, dtype=np.bool_)
+        self._obs = np.zeros(self.observation_space.shape, dtype=np.float64)
+        self._win = np.zeros(self.window, dtype=np.int64)
+        self._rwin = np.zeros(max(self.run_window, 1), dtype=np.int64)
+        self._n_win = 0
+        self._n_rwin = 0
+        self.reward = RewardTracker(sc.objective.as_dict(), self.reward_scale)
+
+    def __repr__(self) -> str:
+        return (f"HetClusterEnv(scenario={self.scenario.name!r}, devices={self.devices}, "
+                f"window={self.window}, n_jobs={self.n_jobs}, placement="
+                f"{self.scenario.options.placement!r}, objective={self.scenario.objective.as_dict()}, "
+                f"preemption={self.preemption})")
+
+    # ----------------------------------------------------------------- gym API
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        """Draw a window of jobs and advance to the first decision point."""
+        super().reset(seed=seed)
+        n_total = len(self.scenario.workload)
+        start = int(self.np_random.integers(0, n_total - self.n_jobs + 1))
+        rows = None if self.n_jobs == n_total else np.arange(start, start + self.n_jobs)
+        sim_seed = int(self.np_random.integers(0, 2**31 - 1))
+        self.sim = Simulator(self.scenario, seed=sim_seed, rows=rows)
+        sim = self.sim
+        self._cap_dev = np.asarray([self.scenario.cluster.capacity(d) for d in self.devices],
+                                   dtype=np.float64)
+        self._node_is_cpu = sim.nodes.dev_is_cpu[sim.nodes.dev]
+        self._max_workers = float(sim.jobs.workers.max())
+        self.reward.reset(sim)
+        self.steps = 0
+        self._advance_until_decision(force=True)
+        return self._observe(), self._info({})
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Apply one action, then run the simulator to the next decision point."""
+        sim = self.sim
+        if sim is None:
+            raise RuntimeError("call reset() before step()")
+        a = int(action)
+        if not 0 <= a < self.action_space.n:
+            raise ValueError(f"action {action} out of range 0..{self.action_space.n - 1}")
+        self.steps += 1
+        self.reward.begin_step()
+        invalid = not self._mask[a]
+        if invalid and self.invalid_action == "raise":
+            raise SchedulingError(self._why_invalid(a))
+        if invalid or a == self.wait_action:
+            self._advance_until_decision(force=True)
+        elif a < self.n_start_actions:
+            k, c = divmod(a, self.n_dev)
+            sim.start(int(self._win[k]), c)
+            self._advance_until_decision(force=False)
+        else:
+            sim.preempt(int(self._rwin[a - self.n_start_actions]))
+            self._advance_until_decision(force=False)
+        terminated = sim.finished
+        truncated = (not terminated) and (self.steps >= self.max_steps or self._stuck)
+        terms = self.reward.end_step(sim, terminated or truncated)
+        reward = self.reward.combine(terms)
+        info = self._info(terms)
+        info["invalid_action"] = invalid
+        if terminated or truncated:
+            jobs = job_table(sim)
+            info["episode_metrics"] = summarize(sim, jobs, np.zeros(0))
+        return self._observe(), float(reward), bool(terminated), bool(truncated), info
+
+    def action_masks(self) -> np.ndarray:
+        """Feasible actions (bool, length ``action_space.n``) for MaskablePPO."""
+        return self._mask.copy()
+
+    # -------------------------------------------------------------- internals
+    def _advance_until_decision(self, force: bool) -> None:
+        """Advance events until a start/preempt is feasible (at least one event if ``force``)."""
+        sim = self.sim
+        assert sim is not None
+        self._stuck = False
+        if not force:
+            self._update_mask()
+            if self._mask[: self.wait_action].any() or sim.finished:
+                return
+        while True:
+            t0 = sim.now
+            before_arrived, before_done = sim.next_arrival, sim.n_done
+            moved = sim.advance()
+            self.reward.on_advance(sim, t0, before_arrived, before_done)
+            if not moved:
+                self._stuck = not sim.finished
+                self._update_mask()
+                return
+            if sim.finished:
+                self._update_mask()
+                return
+            self._update_mask()
+            if self._mask[: self.wait_action].any():
+                return
+
+    def _update_mask(self) -> None:
+        sim = self.sim
+        nq = min(sim.n_queue, self.window)
+        self._win[:nq] = sim.queue[:nq]
+        self._n_win = nq
+        jb, nd, ns = sim.jobs, sim.nodes, sim.ns
+        K.mask_nb(self._win, nq, self.n_dev, nd.dev_is_cpu, jb.workers, jb.tput, jb.cpus_need,
+                  jb.mem, nd.dev, ns.free_gpus, ns.free_cpus, ns.free_mem, self._mask2d)
+        m = self._mask
+        m[: self.n_start_actions] = self._mask2d.ravel()
+        if self.run_window:
+            m[self.n_start_actions: self.wait_action] = False
+            limit = sim.options.max_preemptions
+            r = 0
+            for j in sim.running[: sim.n_running].tolist():
+                if r == self.run_window:
+                    break
+                if (jb.job_class[j] == 0 and sim.js.status[j] == 2
+                        and (limit is None or sim.js.n_preempt[j] < limit)):
+                    self._rwin[r] = j
+                    m[self.n_start_actions + r] = True
+                    r += 1
+            self._n_rwin = r
+        m[self.wait_action] = not sim.finished
+        if sim.finished:
+            m[self.wait_action] = True
+
+    def _why_invalid(self, a: int) -> str:
+        if a < self.n_start_actions:
+            k, c = divmod(a, self.n_dev)
+            if k >= self._n_win:
+                return f"action {a}: start window slot {k}, but only {self._n_win} jobs wait"
+            j = int(self._win[k])
+            return (f"action {a}: job {j} (window slot {k}, {self.sim.jobs.workers[j]} workers) "
+                    f"cannot start on {self.devices[c]} now (no room, or tput 0)")
+        if a < self.wait_action:
+            return f"action {a}: running-window slot {a - self.n_start_actions} holds no preemptible job"
+        return f"action {a}: wait is not allowed now"
+
+    def _observe(self) -> np.ndarray:
+        sim = self.sim
+        nd, ns, jb, js = sim.nodes, sim.ns, sim.jobs, sim.js
+        free = np.where(self._node_is_cpu, ns.free_cpus, ns.free_gpus.astype(np.float64))
+        free_dev = np.bincount(nd.dev, weights=free, minlength=self.n_dev)
+        limit = sim.options.max_preemptions
+        observe_nb(sim.now, self._win, self._n_win, self._rwin, self._n_rwin, self.run_window, sim.queue,
+                   sim.n_queue, sim.n_running, sim.next_arrival, sim.n_done, sim.n_jobs,
+                   jb.arrival, jb.workers, self._max_workers, js.remaining, jb.tput,
+                   sim.options.scaling_exponent, jb.job_class, jb.deadline, js.first_start,
+                   free_dev, self._cap_dev, float(self._cap_dev.max()), js.n_preempt,
+                   float(limit if limit is not None else 1), self._obs)
+        return self._obs.astype(np.float32)
+
+    def _info(self, terms: dict[str, float]) -> dict[str, Any]:
+        sim = self.sim
+        return {"action_mask": self._mask.copy(), "reward_terms": dict(terms), "time": sim.now,
+                "queued": sim.n_queue, "running": sim.n_running, "done": sim.n_done}
+
+    # ------------------------------------------------------------------ render
+    def render(self) -> str | np.ndarray | None:
+        """``ansi``: a text snapshot; ``rgb_array``: Gantt chart and utilisation."""
+        if self.render_mode is None or self.sim is None:
+            return None
+        from hetgym.envs import render as R
+
+        if self.render_mode == "ansi":
+            return R.ansi(self.sim)
+        return R.rgb_array(self.sim)

@@ -1,0 +1,153 @@
+"""Per-job table and summary metrics of a run (DESIGN.md "Metrics").
+
+Definitions:
+
+* ``jct`` = end - arrival; ``exec_time`` = time holding resources (all runs,
+  grace periods and restart delays included); ``wait`` = jct - exec_time;
+  ``slowdown`` = 1 + wait / exec_time (the FitGpp definition, = jct / exec_time).
+* ``makespan`` = last completion time (time 0 = start of the simulation).
+* ``util_<device>`` = busy GPU-seconds (cores-seconds for cpu) / (capacity x makespan).
+* ``energy_kwh`` = IT energy from node power (idle + active) over [0, end of run];
+  ``energy_cost`` = energy_kwh x price x PUE.
+* ``tardiness_cost`` = sum of weight x max(0, end - deadline).
+* ``jain_fairness``: Jain's index over users of their mean slowdown.
+* ``user_progress_std``: AlloX-style, standard deviation over users of their
+  mean progress, a job's progress being best-device duration / jct (in (0, 1]).
+* ``decision_time_p50/p99``: wall-clock milliseconds per ``decide`` call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hetgym.sim.engine import Simulator
+
+__all__ = ["Result", "job_table", "summarize", "jain_index"]
+
+
+def jain_index(x: np.ndarray) -> float:
+    """Jain's fairness index (1 = equal; 1/n = one takes all)."""
+    x = np.asarray(x, dtype=np.float64)
+    x = x[np.isfinite(x)]
+    if len(x) == 0 or not (x**2).sum():
+        return 1.0
+    return float(x.sum() ** 2 / (len(x) * (x**2).sum()))
+
+
+def job_table(sim: "Simulator") -> pd.DataFrame:
+    """One row per job with its timings and outcome."""
+    jb, js = sim.jobs, sim.js
+    fr = sim.scenario.workload.frame
+    if sim.rows is not None:
+        fr = fr.iloc[sim.rows]
+    done = js.status == 4
+    end = np.where(done, js.end, np.nan)
+    jct = end - jb.arrival
+    execution = js.exec_time.copy()
+    # jobs still holding resources at truncation: count their current run
+    holding = (js.status == 2) | (js.status == 3)
+    execution[holding] += sim.now - js.run_start[holding]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        wait = jct - execution
+        slowdown = np.where(execution > 0, jct / execution, np.nan)
+        best = np.min(np.where(jb.tput > 0, jb.work[:, None] / (jb.workers[:, None] * jb.tput), np.inf), axis=1)
+    names = np.asarray(sim.devices + ["mixed", "-"], dtype=object)
+    dev = names[np.where(js.device == -2, len(sim.devices), np.where(js.device < 0, len(sim.devices) + 1, js.device))]
+    return pd.DataFrame({
+        "job_id": jb.job_id,
+        "user": fr["user"].to_numpy(),
+        "job_class": fr["job_class"].to_numpy(),
+        "job_type": fr["job_type"].to_numpy(),
+        "workers": jb.workers,
+        "arrival": jb.arrival,
+        "start": js.first_start,
+        "end": end,
+        "jct": jct,
+        "exec_time": execution,
+        "wait": wait,
+        "slowdown": slowdown,
+        "best_duration": best,
+        "device": dev,
+        "preemptions": js.n_preempt,
+        "restarts": js.n_restart,
+        "deadline": jb.deadline,
+        "tardiness": jb.weight * np.maximum(0.0, np.nan_to_num(end, nan=sim.now) - jb.deadline),
+        "finished": done,
+    })
+
+
+def _pct(x: np.ndarray, q: float) -> float:
+    x = x[np.isfinite(x)]
+    return float(np.percentile(x, q)) if len(x) else float("nan")
+
+
+def summarize(sim: "Simulator", jobs: pd.DataFrame, decision_ms: np.ndarray) -> dict[str, float]:
+    """Summary metrics of a run (module docstring gives the definitions)."""
+    fin = jobs[jobs["finished"]]
+    jct = fin["jct"].to_numpy()
+    sd = fin["slowdown"].to_numpy()
+    out: dict[str, float] = {
+        "jobs": float(len(jobs)),
+        "avg_jct": float(np.mean(jct)) if len(jct) else float("nan"),
+        "p50_jct": _pct(jct, 50),
+        "p95_jct": _pct(jct, 95),
+        "p99_jct": _pct(jct, 99),
+        "avg_wait": float(fin["wait"].mean()) if len(fin) else float("nan"),
+        "avg_slowdown": float(np.mean(sd)) if len(sd) else float("nan"),
+    }
+    for cls in ("TE", "BE"):
+        x = fin.loc[fin["job_class"] == cls, "slowdown"].to_numpy()
+        for q in (50, 95, 99):
+            out[f"{cls.lower()}_p{q}_slowdown"] = _pct(x, q)
+    makespan = float(fin["end"].max()) if len(fin) else sim.now
+    out["makespan"] = makespan
+    span = max(sim.now, 1e-12)
+    for c, d in enumerate(sim.devices):
+        cap = sim.scenario.cluster.capacity(d)
+        out[f"util_{d}"] = float(sim.busy_time[c] / (cap * span)) if cap else 0.0
+    out["energy_kwh"] = sim.energy_kwh
+    out["energy_cost"] = sim.energy_kwh * sim.options.energy_price * sim.options.pue
+    out["tardiness_cost"] = float(jobs["tardiness"].sum())
+    out["preemptions"] = float(jobs["preemptions"].sum())
+    out["restarts"] = float(jobs["restarts"].sum())
+    per_user = fin.groupby("user", sort=False)
+    out["jain_fairness"] = jain_index(per_user["slowdown"].mean().to_numpy()) if len(fin) else 1.0
+    prog = (fin["best_duration"] / fin["jct"]).groupby(fin["user"], sort=False).mean()
+    out["user_progress_std"] = float(prog.std(ddof=0)) if len(prog) else 0.0
+    out["decision_time_p50"] = _pct(decision_ms, 50) if len(decision_ms) else 0.0
+    out["decision_time_p99"] = _pct(decision_ms, 99) if len(decision_ms) else 0.0
+    out["unfinished_jobs"] = float((~jobs["finished"]).sum())
+    out["events"] = float(sim.events)
+    out["decision_points"] = float(sim.decision_points)
+    return out
+
+
+@dataclass
+class Result:
+    """Outcome of :func:`hetgym.simulate`.
+
+    Attributes:
+        jobs: One row per job (see :func:`job_table`).
+        metrics: Summary metrics (see :func:`summarize`).
+        segments: Runs of jobs as ``(job, start, end, device index, first node)``.
+        devices: Device keys of the scenario.
+        wall_time: Seconds of wall clock the run took.
+        stalled: True if jobs were left waiting with no event that could start them.
+    """
+
+    jobs: pd.DataFrame
+    metrics: dict[str, float]
+    segments: list[tuple[int, float, float, int, int]] = field(default_factory=list)
+    devices: list[str] = field(default_factory=list)
+    wall_time: float = 0.0
+    stalled: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, float]:
+        """Summary metrics as a dict (a copy)."""
+        return dict(self.metrics)

@@ -1,0 +1,40 @@
+"""Integer codes shared by the Python facade and the Numba kernels."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+__all__ = ["JobStatus", "PlacementPolicy", "JobClass"]
+
+
+class JobStatus(IntEnum):
+    """Life cycle of a job in the simulator."""
+
+    FUTURE = 0  #: not arrived yet
+    QUEUED = 1  #: arrived (or suspended) and waiting
+    RUNNING = 2  #: holding resources
+    GRACE = 3  #: preempted, still running until its grace period ends
+    DONE = 4  #: completed
+
+
+class PlacementPolicy(IntEnum):
+    """How the simulator places a job's workers when the decision gives no placement."""
+
+    PACK = 0  #: fewest nodes; tightest single node, else largest nodes first; lowest GPU ids
+    SPREAD = 1  #: one worker per node, round robin over nodes with most room
+    TOPOLOGY = 2  #: like PACK for nodes; GPUs chosen to minimise pairwise distance
+
+    @classmethod
+    def of(cls, name: str) -> "PlacementPolicy":
+        """Code from a name (``"pack"``, ``"spread"``, ``"topology"``)."""
+        try:
+            return cls[name.upper()]
+        except KeyError:
+            raise ValueError(f"unknown placement {name!r}; expected pack, spread or topology") from None
+
+
+class JobClass(IntEnum):
+    """FitGpp job classes."""
+
+    BE = 0  #: best effort
+    TE = 1  #: trial and error

@@ -1,0 +1,191 @@
+"""Read-only view of the simulator's state, as schedulers see it.
+
+Arrays returned by a :class:`View` are read-only views valid until the
+simulator moves on; copy what you keep. :meth:`View.capacity` gives a scratch
+copy of the free resources on which a scheduler can try placements (with the
+simulator's own placement kernel) before proposing them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from hetgym.decisions import Placement
+from hetgym.sim import kernels as K
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hetgym.sim.engine import Simulator
+
+__all__ = ["View", "CapacityModel"]
+
+
+def _ro(a: np.ndarray) -> np.ndarray:
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
+class CapacityModel:
+    """Scratch copy of free node resources for trying placements.
+
+    ``place`` uses the simulator's placement kernel and takes the resources
+    from this copy only, so that a scheduler can plan several starts at one
+    decision point and pass the placements in :class:`~hetgym.decisions.Start`.
+    """
+
+    def __init__(self, sim: "Simulator", policy: int | None = None) -> None:
+        self._sim = sim
+        ns = sim.ns
+        self.free_gpus = ns.free_gpus.copy()
+        self.free_cpus = ns.free_cpus.copy()
+        self.free_mem = ns.free_mem.copy()
+        self.gpu_owner = ns.gpu_owner.copy()
+        self.policy = sim.policy if policy is None else int(policy)
+
+    def slots(self, job: int, dev: int) -> int:
+        """How many workers of ``job`` fit on free ``dev`` capacity."""
+        sim = self._sim
+        jb, nd = sim.jobs, sim.nodes
+        return int(K.total_slots_nb(dev, bool(nd.dev_is_cpu[dev]), jb.cpus_need[job, dev],
+                                    jb.mem[job], nd.dev, self.free_gpus, self.free_cpus,
+                                    self.free_mem))
+
+    def fits(self, job: int, dev: int) -> bool:
+        """Whether the whole gang of ``job`` fits on ``dev`` now (and it can run there)."""
+        sim = self._sim
+        return sim.jobs.tput[job, dev] > 0 and self.slots(job, dev) >= sim.jobs.workers[job]
+
+    def place(self, job: int, dev: int) -> Placement | None:
+        """Find a placement on ``dev``, take it from this copy and return it (or None)."""
+        sim = self._sim
+        jb, nd = sim.jobs, sim.nodes
+        if jb.tput[job, dev] <= 0:
+            return None
+        w = int(jb.workers[job])
+        out_n = np.empty(w, dtype=np.int64)
+        out_g = np.empty(w, dtype=np.int64)
+        ok = K.place_nb(dev, bool(nd.dev_is_cpu[dev]), w, jb.cpus_need[job, dev], jb.mem[job],
+                        self.policy, nd.dev, nd.gpus, nd.dist, self.free_gpus, self.free_cpus,
+                        self.free_mem, self.gpu_owner, out_n, out_g)
+        if not ok:
+            return None
+        self.take(job, out_n, out_g)
+        return Placement(out_n, out_g)
+
+    def take(self, job: int, nodes: np.ndarray, gpus: np.ndarray) -> None:
+        """Take a placement's resources from this copy."""
+        sim = self._sim
+        K.alloc_nb(job, len(nodes), nodes, gpus, 1, sim.jobs.cpus_need[job], sim.jobs.mem[job],
+                   sim.nodes.dev, self.free_gpus, self.free_cpus, self.free_mem, self.gpu_owner)
+
+    def give(self, job: int) -> None:
+        """Give back (in this copy) the resources that running ``job`` holds."""
+        sim = self._sim
+        w = int(sim.jobs.workers[job])
+        K.alloc_nb(job, w, sim.js.worker_node[job, :w], sim.js.worker_gpu[job, :w], -1,
+                   sim.jobs.cpus_need[job], sim.jobs.mem[job], sim.nodes.dev, self.free_gpus,
+                   self.free_cpus, self.free_mem, self.gpu_owner)
+
+    def free_per_device(self) -> np.ndarray:
+        """Free GPUs (GPU types) or cores (cpu) per device type."""
+        sim = self._sim
+        out = np.zeros(len(sim.devices))
+        for c in range(len(sim.devices)):
+            m = sim.nodes.dev == c
+            out[c] = self.free_cpus[m].sum() if sim.nodes.dev_is_cpu[c] else self.free_gpus[m].sum()
+        return out
+
+
+class View:
+    """What a scheduler may read. Attributes mirror the simulator's arrays.
+
+    Static job arrays (index = job index in workload order): ``arrival``,
+    ``user``, ``job_class`` (0 BE, 1 TE), ``workers``, ``work``, ``tput``
+    (J x C), ``cpus_need`` (J x C), ``mem``, ``deadline``, ``weight``,
+    ``grace``, ``comm``, ``forkable``, ``job_id``. Dynamic: ``status``,
+    ``remaining``, ``rate``, ``n_preempt``, ``device``, ``first_start``,
+    ``worker_node``, ``worker_gpu``. Nodes: ``node_device``, ``node_gpus``,
+    ``node_cpus``, ``node_mem``, ``free_gpus``, ``free_cpus``, ``free_mem``.
+    """
+
+    def __init__(self, sim: "Simulator") -> None:
+        self._sim = sim
+        jb, js, nd, ns = sim.jobs, sim.js, sim.nodes, sim.ns
+        self.devices: list[str] = list(sim.devices)
+        self.options = sim.options
+        self.rng: np.random.Generator = sim.rng
+        for name in jb._fields:
+            setattr(self, name, _ro(getattr(jb, name)))
+        for name in ("status", "remaining", "rate", "n_preempt", "n_restart", "device",
+                     "first_start", "worker_node", "worker_gpu", "exec_time"):
+            setattr(self, name, _ro(getattr(js, name)))
+        self.node_device = _ro(nd.dev)
+        self.node_gpus = _ro(nd.gpus)
+        self.node_cpus = _ro(nd.cpus)
+        self.node_mem = _ro(nd.mem)
+        self.dev_is_cpu = _ro(nd.dev_is_cpu)
+        self.free_gpus = _ro(ns.free_gpus)
+        self.free_cpus = _ro(ns.free_cpus)
+        self.free_mem = _ro(ns.free_mem)
+
+    @property
+    def now(self) -> float:
+        """Current simulated time (s)."""
+        return self._sim.now
+
+    @property
+    def n_jobs(self) -> int:
+        """Number of jobs in the workload."""
+        return self._sim.n_jobs
+
+    @property
+    def queue(self) -> np.ndarray:
+        """Waiting jobs in queue order (arrival order; preempted jobs at the head)."""
+        s = self._sim
+        return _ro(s.queue[: s.n_queue])
+
+    @property
+    def running(self) -> np.ndarray:
+        """Jobs holding resources (running or in a grace period), in start order."""
+        s = self._sim
+        return _ro(s.running[: s.n_running])
+
+    @property
+    def user_service(self) -> np.ndarray:
+        """Per-user attained service so far (worker-seconds held)."""
+        return _ro(self._sim.service)
+
+    @property
+    def max_preemptions(self) -> int | None:
+        """Per-job preemption limit of the scenario."""
+        return self.options.max_preemptions
+
+    def in_grace(self, job: int) -> bool:
+        """Whether ``job`` was preempted and is in its grace period."""
+        return int(self._sim.js.status[job]) == 3
+
+    def capacity(self, policy: int | None = None) -> CapacityModel:
+        """A scratch copy of free resources (see :class:`CapacityModel`)."""
+        return CapacityModel(self._sim, policy)
+
+    def duration(self, job: int, dev: int) -> float:
+        """Estimated run time of ``job`` from scratch on device ``dev`` (inf if it cannot run)."""
+        s = self._sim
+        t = s.jobs.tput[job, dev]
+        if t <= 0:
+            return float("inf")
+        w = s.jobs.workers[job]
+        return float(s.jobs.work[job] / (w * t * w ** (s.options.scaling_exponent - 1.0)))
+
+    def durations(self, jobs: np.ndarray, remaining: bool = False) -> np.ndarray:
+        """``(len(jobs), C)`` estimated durations (of all work, or what remains)."""
+        s = self._sim
+        jb = s.jobs
+        w = jb.workers[jobs].astype(np.float64)
+        eff = w ** (s.options.scaling_exponent - 1.0)
+        work = s.js.remaining[jobs] if remaining else jb.work[jobs]
+        with np.errstate(divide="ignore"):
+            d = work[:, None] / (w[:, None] * jb.tput[jobs] * eff[:, None])
+        return np.where(jb.tput[jobs] > 0, d, np.inf)

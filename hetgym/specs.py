@@ -1,0 +1,280 @@
+"""Static parameters of a simulation: nodes, cluster, options, scenario.
+
+Everything here is a frozen dataclass (STYLE.md item 3); the simulator turns it
+into arrays (:mod:`hetgym.sim.state`) before anything runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Sequence
+
+import numpy as np
+
+from hetgym.devices import get_device
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hetgym.workload import Workload
+
+__all__ = [
+    "PowerModel",
+    "NodeSpec",
+    "ClusterSpec",
+    "SimOptions",
+    "Objective",
+    "Scenario",
+    "default_topology",
+]
+
+OBJECTIVES = ("jct", "slowdown", "makespan", "energy_cost", "tardiness")
+
+
+def default_topology(gpus: int, sockets: int) -> np.ndarray:
+    """GPU distance matrix of a server with ``gpus`` GPUs split evenly over ``sockets``.
+
+    Distances (TOPO-AWARE levels): 0 on the diagonal, 1 for two GPUs under the
+    same PCIe switch (pairs 2k, 2k+1), 2 on the same socket, 3 across sockets.
+    """
+    d = np.zeros((gpus, gpus), dtype=np.float64)
+    per_socket = max(1, -(-gpus // max(1, sockets)))
+    for a in range(gpus):
+        for b in range(gpus):
+            if a == b:
+                continue
+            if a // per_socket != b // per_socket:
+                d[a, b] = 3.0
+            elif a // 2 == b // 2:
+                d[a, b] = 1.0
+            else:
+                d[a, b] = 2.0
+    return d
+
+
+@dataclass(frozen=True)
+class PowerModel:
+    """Node power: ``idle_w`` while on, plus ``gpu_active_w`` per busy GPU and
+    ``cpu_core_active_w`` per busy CPU core. ``None`` fields take the defaults
+    of the node's device type from the catalogue."""
+
+    idle_w: float | None = None
+    gpu_active_w: float | None = None
+    cpu_core_active_w: float | None = None
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """A group of ``count`` identical nodes.
+
+    Attributes:
+        name: Group name (node ``i`` of the group is ``f"{name}-{i}"``).
+        count: Number of identical nodes.
+        gpu_type: GPU type name from the catalogue, or ``None`` for a CPU node.
+        gpus: GPUs per node (0 for a CPU node).
+        cpus: CPU cores per node.
+        mem_gb: Memory per node in GB.
+        sockets: CPU sockets (used by the default GPU topology).
+        topology: ``gpus x gpus`` GPU distance matrix (nested lists or array);
+            ``None`` builds :func:`default_topology`.
+        power: Power model; defaults come from the device catalogue.
+    """
+
+    name: str
+    count: int = 1
+    gpu_type: str | None = None
+    gpus: int = 0
+    cpus: int = 8
+    mem_gb: float = 64.0
+    sockets: int = 1
+    topology: Any = None
+    power: PowerModel = field(default_factory=PowerModel)
+
+    def __post_init__(self) -> None:
+        where = f"NodeSpec {self.name!r}"
+        if self.count < 1:
+            raise ValueError(f"{where}: count must be >= 1, got {self.count}")
+        if self.gpu_type is not None:
+            get_device(self.gpu_type)  # raises on unknown type
+            if not get_device(self.gpu_type).is_gpu:
+                raise ValueError(f"{where}: gpu_type {self.gpu_type!r} is not a GPU; use None")
+            if self.gpus < 1:
+                raise ValueError(f"{where}: a GPU node needs gpus >= 1, got {self.gpus}")
+        elif self.gpus != 0:
+            raise ValueError(f"{where}: gpus={self.gpus} but gpu_type is None")
+        if self.cpus < 0 or self.mem_gb < 0:
+            raise ValueError(f"{where}: cpus and mem_gb must be >= 0")
+        if self.topology is not None:
+            t = np.asarray(self.topology, dtype=np.float64)
+            if t.shape != (self.gpus, self.gpus):
+                raise ValueError(
+                    f"{where}: topology must be {self.gpus}x{self.gpus}, got shape {t.shape}"
+                )
+
+    @property
+    def device(self) -> str:
+        """Device-type key of the node's workers (``"cpu"`` for a CPU node)."""
+        return "cpu" if self.gpu_type is None else get_device(self.gpu_type).key
+
+    def distance_matrix(self) -> np.ndarray:
+        """GPU distance matrix (``gpus x gpus``)."""
+        if self.topology is not None:
+            return np.asarray(self.topology, dtype=np.float64)
+        return default_topology(self.gpus, self.sockets)
+
+    def power_w(self) -> tuple[float, float, float]:
+        """(idle W of the node, W per busy GPU, W per busy core)."""
+        cpu = get_device("cpu")
+        if self.gpu_type is None:
+            idle_default = 100.0
+            gpu_w = 0.0
+        else:
+            dev = get_device(self.gpu_type)
+            idle_default = 100.0 + dev.idle_w * self.gpus
+            gpu_w = dev.active_w
+        p = self.power
+        return (
+            idle_default if p.idle_w is None else float(p.idle_w),
+            gpu_w if p.gpu_active_w is None else float(p.gpu_active_w),
+            cpu.active_w if p.cpu_core_active_w is None else float(p.cpu_core_active_w),
+        )
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    """A cluster: a list of node groups."""
+
+    nodes: Sequence[NodeSpec]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "nodes", tuple(self.nodes))
+        if not self.nodes:
+            raise ValueError("ClusterSpec: needs at least one NodeSpec")
+        names = [n.name for n in self.nodes]
+        if len(set(names)) != len(names):
+            raise ValueError(f"ClusterSpec: node group names must be unique, got {names}")
+
+    @property
+    def device_types(self) -> list[str]:
+        """Device-type keys present in the cluster, ``cpu`` first, then by catalogue order."""
+        from hetgym.devices import CATALOGUE
+
+        present = {n.device for n in self.nodes}
+        return [d.key for d in CATALOGUE.values() if d.key in present]
+
+    @property
+    def num_nodes(self) -> int:
+        """Total number of nodes."""
+        return sum(n.count for n in self.nodes)
+
+    def capacity(self, device: str) -> int:
+        """Total GPUs of a GPU type, or total CPU cores of CPU nodes for ``"cpu"``."""
+        if device == "cpu":
+            return sum(n.count * n.cpus for n in self.nodes if n.gpu_type is None)
+        return sum(n.count * n.gpus for n in self.nodes if n.device == device)
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """Simulation options (DESIGN.md, "Simulation semantics").
+
+    Attributes:
+        restart_delay: Seconds without progress after a restart or re-allocation.
+        checkpoint_interval: Seconds of progress between checkpoints; a job preempted with
+            grace period 0 loses progress since its last checkpoint. 0 = no loss.
+        round_length: Round length in seconds for round-based schedulers.
+        energy_price: EUR per kWh.
+        pue: Power usage effectiveness.
+        max_preemptions: Per-job preemption limit (``None`` = unlimited).
+        scaling_exponent: Multi-worker scaling efficiency ``W ** (exponent - 1)``; 1 = linear.
+        topology_coeff: Slowdown per unit of mean GPU distance above 1, times ``comm``.
+        network_distance: Distance between workers on different nodes.
+        cpu_slot_cores: Cores a worker takes on a CPU node (``None``: the job's ``cpus``).
+        placement: Default placement policy: ``"pack"``, ``"spread"`` or ``"topology"``.
+        grace_period: Override of every job's grace period (``None``: the job table's).
+        horizon: Stop the simulation at this time (s); jobs not done are unfinished.
+    """
+
+    restart_delay: float = 10.0
+    checkpoint_interval: float = 0.0
+    round_length: float = 360.0
+    energy_price: float = 0.172
+    pue: float = 1.33
+    max_preemptions: int | None = None
+    scaling_exponent: float = 1.0
+    topology_coeff: float = 0.1
+    network_distance: float = 4.0
+    cpu_slot_cores: int | None = None
+    placement: str = "pack"
+    grace_period: float | None = None
+    horizon: float = float("inf")
+
+    def __post_init__(self) -> None:
+        for name in ("restart_delay", "checkpoint_interval", "energy_price", "pue",
+                     "topology_coeff", "network_distance"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"SimOptions.{name} must be >= 0, got {getattr(self, name)}")
+        if self.round_length <= 0:
+            raise ValueError(f"SimOptions.round_length must be > 0, got {self.round_length}")
+        if not 0 < self.scaling_exponent <= 1:
+            raise ValueError(
+                f"SimOptions.scaling_exponent must be in (0, 1], got {self.scaling_exponent}"
+            )
+        if self.placement not in ("pack", "spread", "topology"):
+            raise ValueError(
+                f"SimOptions.placement must be pack, spread or topology, got {self.placement!r}"
+            )
+
+
+@dataclass(frozen=True)
+class Objective:
+    """Reward objective: weights of named terms (see :mod:`hetgym.envs.reward`).
+
+    ``Objective.of("jct")`` is the default. Terms: ``jct``, ``slowdown``,
+    ``makespan``, ``energy_cost``, ``tardiness``.
+    """
+
+    weights: tuple[tuple[str, float], ...] = (("jct", 1.0),)
+
+    @classmethod
+    def of(cls, spec: "str | dict[str, float] | Objective") -> "Objective":
+        """Build an objective from a term name or a ``{term: weight}`` dict."""
+        if isinstance(spec, Objective):
+            return spec
+        items = {spec: 1.0} if isinstance(spec, str) else dict(spec)
+        for k in items:
+            if k not in OBJECTIVES:
+                raise ValueError(f"unknown objective term {k!r}; expected one of {OBJECTIVES}")
+        return cls(weights=tuple((k, float(v)) for k, v in items.items()))
+
+    def as_dict(self) -> dict[str, float]:
+        """Weights as a dict."""
+        return dict(self.weights)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Everything one simulation needs: cluster, jobs, options and objective."""
+
+    cluster: ClusterSpec
+    workload: "Workload"
+    options: SimOptions = field(default_factory=SimOptions)
+    objective: Objective = field(default_factory=Objective)
+    name: str = "custom"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.objective, Objective):
+            object.__setattr__(self, "objective", Objective.of(self.objective))
+        self.workload.check_cluster(self.cluster, self.options)
+
+    @property
+    def device_types(self) -> list[str]:
+        """Device-type keys of the scenario (its cluster's)."""
+        return self.cluster.device_types
+
+    def replace(self, **changes: Any) -> "Scenario":
+        """A copy with fields replaced; ``options`` may be a dict of option overrides."""
+        opts = changes.pop("options", None)
+        if isinstance(opts, dict):
+            changes["options"] = replace(self.options, **opts)
+        elif opts is not None:
+            changes["options"] = opts
+        return replace(self, **changes)

@@ -1,0 +1,138 @@
+"""Throughput model: per-worker iterations/s of a job type on each device type.
+
+Measured values come from Gavel's ``simulation_throughputs.json`` (K80, P100,
+V100; MIT licence, shipped in ``hetgym/data/gavel`` with its LICENSE). Gavel
+keys are ``"('<job type>', <scale factor>)"`` and the value under ``"null"`` is
+the job's throughput (steps/s) when it runs alone on ``scale factor`` GPUs.
+
+Per-worker throughput for a gang of ``W`` workers is ``gavel(type, W) / W``
+when Gavel measured that scale factor, else the single-GPU value (linear
+scaling). Other GPU types are estimated from V100 by the catalogue's
+``relative_speed`` (HadarE's estimate, see :mod:`hetgym.devices`). CPU
+throughput is the K80 throughput divided by a per-job-type GPU/CPU speedup
+drawn from a distribution (AlloX measured 1.8x to 10x between a K80 and a
+20-core CPU); the distribution is a parameter.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from hetgym.devices import get_device
+
+__all__ = ["ThroughputModel", "uniform_speedup"]
+
+MEASURED = ("k80", "p100", "v100")
+
+
+def uniform_speedup(low: float = 1.8, high: float = 10.0) -> Callable[[np.random.Generator, int], np.ndarray]:
+    """GPU/CPU speedup sampler: uniform on ``[low, high]`` (AlloX's measured range)."""
+
+    def draw(rng: np.random.Generator, n: int) -> np.ndarray:
+        return rng.uniform(low, high, size=n)
+
+    return draw
+
+
+@dataclass
+class ThroughputModel:
+    """Per-worker throughput of job types on device types.
+
+    Attributes:
+        measured: ``{device_key: {(job_type, scale): steps_per_s}}`` for measured devices.
+    """
+
+    measured: dict[str, dict[tuple[str, int], float]] = field(default_factory=dict)
+
+    @classmethod
+    def gavel(cls) -> "ThroughputModel":
+        """Load Gavel's measured throughputs shipped with the package."""
+        path = resources.files("hetgym").joinpath("data/gavel/simulation_throughputs.json")
+        with path.open("r") as fh:
+            raw = json.load(fh)
+        measured: dict[str, dict[tuple[str, int], float]] = {}
+        for dev in MEASURED:
+            table: dict[tuple[str, int], float] = {}
+            for key, val in raw[dev].items():
+                job_type, scale = ast.literal_eval(key)  # a tuple literal, never eval'd code
+                table[(str(job_type), int(scale))] = float(val["null"])
+            measured[dev] = table
+        return cls(measured=measured)
+
+    @property
+    def job_types(self) -> list[str]:
+        """Job types with a single-GPU measurement, in a stable order."""
+        return sorted({jt for (jt, sf) in self.measured["v100"] if sf == 1})
+
+    def gpu_throughput(self, job_type: str, device: str, workers: int = 1) -> float:
+        """Per-worker throughput (iterations/s) of ``job_type`` on a GPU type.
+
+        Args:
+            job_type: A Gavel job type name.
+            device: GPU type name (any catalogue GPU).
+            workers: Gang size; uses Gavel's multi-GPU measurement when it exists.
+
+        Raises:
+            KeyError: unknown job type or device.
+        """
+        key = get_device(device).key
+        base = key if key in self.measured else "v100"
+        table = self.measured[base]
+        if (job_type, 1) not in table:
+            raise KeyError(f"unknown job type {job_type!r}; known: {self.job_types}")
+        if workers > 1 and (job_type, workers) in table:
+            per_worker = table[(job_type, workers)] / workers
+        else:
+            per_worker = table[(job_type, 1)]
+        if base != key:
+            per_worker *= get_device(device).relative_speed
+        return float(per_worker)
+
+    def cpu_speedups(
+        self,
+        rng: np.random.Generator,
+        sampler: Callable[[np.random.Generator, int], np.ndarray] | None = None,
+    ) -> dict[str, float]:
+        """Draw one GPU(K80)/CPU speedup per job type."""
+        sampler = sampler or uniform_speedup()
+        types = self.job_types
+        return dict(zip(types, (float(x) for x in sampler(rng, len(types)))))
+
+    def attach(
+        self,
+        df: pd.DataFrame,
+        devices: Iterable[str],
+        rng: np.random.Generator | None = None,
+        cpu_speedup: Callable[[np.random.Generator, int], np.ndarray] | None = None,
+    ) -> pd.DataFrame:
+        """Return ``df`` with a ``tput_<device>`` column per device type.
+
+        ``df`` needs ``job_type`` and ``workers``. Existing ``tput_*`` columns are kept.
+        """
+        out = df.copy()
+        rng = rng if rng is not None else np.random.default_rng(0)
+        speedups: dict[str, float] | None = None
+        for dev in devices:
+            key = "cpu" if dev in (None, "cpu") else get_device(dev).key
+            col = f"tput_{key}"
+            if col in out.columns:
+                continue
+            if key == "cpu":
+                speedups = speedups or self.cpu_speedups(rng, cpu_speedup)
+                vals = [
+                    self.gpu_throughput(jt, "K80", 1) / speedups[jt] for jt in out["job_type"]
+                ]
+            else:
+                vals = [
+                    self.gpu_throughput(jt, dev, int(w))
+                    for jt, w in zip(out["job_type"], out["workers"])
+                ]
+            out[col] = np.asarray(vals, dtype=np.float64)
+        return out

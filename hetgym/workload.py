@@ -1,0 +1,224 @@
+"""The canonical job table and its one door into the simulator.
+
+Schema (one row a job; DESIGN.md "Workloads and traces"):
+
+============== ======== ===========================================================
+column         type     meaning
+============== ======== ===========================================================
+job_id         int      unique id
+arrival        float    arrival time (s), >= 0
+user           any      user (mapped to dense ids 0..U-1 in order of first arrival)
+job_class      str      ``"BE"`` or ``"TE"``
+workers        int      gang size W >= 1
+work           float    total iterations > 0
+tput_<device>  float    iterations/s per worker on that device type, >= 0; 0 = cannot run
+cpus           float    CPU cores per worker, >= 0
+mem_gb         float    memory (GB) per worker, >= 0
+deadline       float    optional, absolute (s); default +inf
+weight         float    optional tardiness / priority weight; default 1
+grace_period   float    optional (s), >= 0; default 0
+comm           float    optional communication intensity in [0, 1]; default 0
+forkable       bool     optional; default False
+job_type       str      optional model name; default ""
+============== ======== ===========================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from hetgym.devices import CATALOGUE, get_device
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hetgym.specs import ClusterSpec, SimOptions
+
+__all__ = ["Workload", "WorkloadError", "REQUIRED_COLUMNS", "OPTIONAL_DEFAULTS"]
+
+REQUIRED_COLUMNS = ("job_id", "arrival", "user", "job_class", "workers", "work", "cpus", "mem_gb")
+OPTIONAL_DEFAULTS: dict[str, object] = {
+    "deadline": np.inf,
+    "weight": 1.0,
+    "grace_period": 0.0,
+    "comm": 0.0,
+    "forkable": False,
+    "job_type": "",
+}
+
+
+class WorkloadError(ValueError):
+    """A job table that does not follow the canonical schema."""
+
+
+def _first_bad(df: pd.DataFrame, mask: np.ndarray) -> str:
+    idx = int(np.flatnonzero(mask)[0])
+    row = df.iloc[idx]
+    return f"first bad row {idx} (job_id={row.get('job_id', '?')})"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A validated job table, sorted by ``(arrival, job_id)``.
+
+    Build it with :meth:`from_frame`; ``frame`` is the validated copy and
+    ``devices`` the device keys that have a ``tput_`` column.
+    """
+
+    frame: pd.DataFrame
+    devices: tuple[str, ...]
+    users: tuple[object, ...]
+
+    @classmethod
+    def from_frame(cls, df: pd.DataFrame, source: str = "job table") -> "Workload":
+        """Validate a job table and return a :class:`Workload`.
+
+        Args:
+            df: A table in the canonical schema (module docstring).
+            source: Name used in error messages (a file name, say).
+
+        Raises:
+            WorkloadError: naming the column and the first bad row.
+        """
+        if not isinstance(df, pd.DataFrame):
+            raise WorkloadError(f"{source}: expected a pandas DataFrame, got {type(df).__name__}")
+        missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
+        if missing:
+            raise WorkloadError(f"{source}: missing column(s) {missing}; required: {list(REQUIRED_COLUMNS)}")
+        if len(df) == 0:
+            raise WorkloadError(f"{source}: the job table is empty")
+        tput_cols = [c for c in df.columns if str(c).startswith("tput_")]
+        if not tput_cols:
+            raise WorkloadError(f"{source}: no tput_<device> column (e.g. tput_v100, tput_cpu)")
+        devices = []
+        known = {d.key for d in CATALOGUE.values()}
+        for c in tput_cols:
+            key = str(c)[5:]
+            if key not in known:
+                raise WorkloadError(
+                    f"{source}: column {c!r} names unknown device type {key!r}; "
+                    f"known: {sorted(known)}"
+                )
+            devices.append(get_device(key).key)
+        out = df.copy()
+        for col, default in OPTIONAL_DEFAULTS.items():
+            if col not in out.columns:
+                out[col] = default
+            else:
+                out[col] = out[col].fillna(default) if col != "deadline" else out[col].fillna(np.inf)
+
+        def numeric(col: str) -> np.ndarray:
+            try:
+                return pd.to_numeric(out[col], errors="raise").to_numpy(dtype=np.float64)
+            except (ValueError, TypeError) as exc:
+                raise WorkloadError(f"{source}: column {col!r} must be numeric ({exc})") from None
+
+        def check(col: str, bad: np.ndarray, expected: str) -> None:
+            if bad.any():
+                raise WorkloadError(
+                    f"{source}: column {col!r}: {_first_bad(out, bad)} has "
+                    f"{out[col].iloc[int(np.flatnonzero(bad)[0])]!r}; expected {expected}"
+                )
+
+        jid = numeric("job_id")
+        check("job_id", ~np.isfinite(jid) | (jid != np.round(jid)), "an integer")
+        dup = pd.Series(jid).duplicated().to_numpy()
+        check("job_id", dup, "unique ids")
+        arr = numeric("arrival")
+        check("arrival", ~np.isfinite(arr) | (arr < 0), "a finite time >= 0")
+        w = numeric("workers")
+        check("workers", ~np.isfinite(w) | (w < 1) | (w != np.round(w)), "an integer >= 1")
+        work = numeric("work")
+        check("work", ~np.isfinite(work) | (work <= 0), "a finite number > 0")
+        for col in ("cpus", "mem_gb", "weight", "grace_period"):
+            v = numeric(col)
+            check(col, ~np.isfinite(v) | (v < 0), "a finite number >= 0")
+        comm = numeric("comm")
+        check("comm", ~np.isfinite(comm) | (comm < 0) | (comm > 1), "a number in [0, 1]")
+        dl = numeric("deadline")
+        check("deadline", np.isnan(dl), "a time (s) or +inf")
+        cls_ok = out["job_class"].isin(["BE", "TE"]).to_numpy()
+        check("job_class", ~cls_ok, '"BE" or "TE"')
+        tputs = np.stack([numeric(c) for c in tput_cols], axis=1)
+        for k, c in enumerate(tput_cols):
+            check(c, ~np.isfinite(tputs[:, k]) | (tputs[:, k] < 0), "iterations/s >= 0")
+        check(tput_cols[0], (tputs <= 0).all(axis=1), "a job with tput > 0 on at least one device")
+
+        out["job_id"] = jid.astype(np.int64)
+        out["arrival"] = arr
+        out["workers"] = w.astype(np.int64)
+        out["work"] = work
+        out["comm"] = comm
+        out["deadline"] = dl
+        out["forkable"] = out["forkable"].astype(bool)
+        out["job_type"] = out["job_type"].astype(str)
+        for col in ("cpus", "mem_gb", "weight", "grace_period"):
+            out[col] = numeric(col)
+        for c in tput_cols:
+            out[c] = numeric(c)
+        out = out.sort_values(["arrival", "job_id"], kind="stable").reset_index(drop=True)
+        users = tuple(pd.unique(out["user"]))
+        return cls(frame=out, devices=tuple(devices), users=users)
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    def __repr__(self) -> str:
+        return f"Workload({len(self)} jobs, devices={list(self.devices)}, users={len(self.users)})"
+
+    def tput_matrix(self, devices: list[str]) -> np.ndarray:
+        """``(n_jobs, len(devices))`` per-worker throughput; missing columns raise."""
+        cols = []
+        for d in devices:
+            col = f"tput_{d}"
+            if col not in self.frame.columns:
+                raise WorkloadError(
+                    f"job table: the cluster has device type {d!r} but there is no {col!r} column"
+                )
+            cols.append(self.frame[col].to_numpy(dtype=np.float64))
+        return np.stack(cols, axis=1)
+
+    def user_ids(self) -> np.ndarray:
+        """Dense user ids (0..U-1, in order of first arrival)."""
+        codes = {u: i for i, u in enumerate(self.users)}
+        return np.asarray([codes[u] for u in self.frame["user"]], dtype=np.int64)
+
+    def check_cluster(self, cluster: "ClusterSpec", options: "SimOptions") -> None:
+        """Raise :class:`WorkloadError` for a job that fits no configuration of the cluster.
+
+        A job fits device type ``d`` when its throughput there is > 0 and the
+        cluster's nodes of type ``d`` together hold its ``workers`` (each worker:
+        1 GPU, ``cpus`` cores and ``mem_gb`` on a GPU node; a CPU slot and
+        ``mem_gb`` on a CPU node).
+        """
+        devices = cluster.device_types
+        tput = self.tput_matrix(devices)
+        fr = self.frame
+        cpus = fr["cpus"].to_numpy()
+        mem = fr["mem_gb"].to_numpy()
+        workers = fr["workers"].to_numpy()
+        fits_any = np.zeros(len(fr), dtype=bool)
+        for k, d in enumerate(devices):
+            slots = np.zeros(len(fr), dtype=np.int64)
+            for n in cluster.nodes:
+                if n.device != d:
+                    continue
+                if d == "cpu":
+                    need_c = cpus if options.cpu_slot_cores is None else np.full(len(fr), float(options.cpu_slot_cores))
+                    per = np.where(need_c > 0, np.floor(n.cpus / np.maximum(need_c, 1e-12)), 10**9)
+                else:
+                    per = np.full(len(fr), float(n.gpus))
+                    per = np.minimum(per, np.where(cpus > 0, np.floor(n.cpus / np.maximum(cpus, 1e-12)), 10**9))
+                per = np.minimum(per, np.where(mem > 0, np.floor(n.mem_gb / np.maximum(mem, 1e-12)), 10**9))
+                slots += per.astype(np.int64) * n.count
+            fits_any |= (tput[:, k] > 0) & (slots >= workers)
+        if not fits_any.all():
+            i = int(np.flatnonzero(~fits_any)[0])
+            row = fr.iloc[i]
+            raise WorkloadError(
+                f"job table: job_id={row['job_id']} (row {i}) fits no node of the cluster: "
+                f"workers={row['workers']}, cpus={row['cpus']}, mem_gb={row['mem_gb']}, "
+                f"throughputs {dict(zip(devices, tput[i]))}"
+            )
