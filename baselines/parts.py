@@ -104,6 +104,9 @@ class GreedyAdmission:
     def admit(self, view: View, jobs: np.ndarray, devices: DeviceChoice,
               cap: CapacityModel | None = None) -> list[Start]:
         """Starts for the ordered ``jobs`` on ``cap`` (default: a fresh scratch copy)."""
+        if isinstance(devices, FastestFirst) and isinstance(view, View):
+            # the common case runs in one Numba kernel (same rule as the loop below)
+            return view.admit(jobs, self.blocking, cap=cap)
         cap = cap if cap is not None else view.capacity()
         out: list[Start] = []
         for j in jobs.tolist():

@@ -1,8 +1,10 @@
 """Decisions a scheduler returns, and the scheduler protocol.
 
 A scheduler is any object with ``reset(view)`` and ``decide(view) -> list[Decision]``;
-an optional ``round_length`` attribute (seconds, or ``None``) asks for a
-decision point at every round boundary besides the events.
+an optional ``round_length`` attribute (seconds, ``True`` for the scenario's
+round length, or ``None``) asks for a decision point at every round boundary
+besides the events. Instants at which no job waits are skipped unless the
+scheduler sets ``call_when_queue_empty = True`` (or has rounds).
 """
 
 from __future__ import annotations

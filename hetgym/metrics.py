@@ -86,42 +86,65 @@ def _pct(x: np.ndarray, q: float) -> float:
     return float(np.percentile(x, q)) if len(x) else float("nan")
 
 
-def summarize(sim: "Simulator", jobs: pd.DataFrame, decision_ms: np.ndarray) -> dict[str, float]:
-    """Summary metrics of a run (module docstring gives the definitions)."""
-    fin = jobs[jobs["finished"]]
-    jct = fin["jct"].to_numpy()
-    sd = fin["slowdown"].to_numpy()
+def _group_mean(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Mean of ``values`` per group id present in ``groups``."""
+    if len(values) == 0:
+        return np.zeros(0)
+    s = np.bincount(groups, weights=values)
+    c = np.bincount(groups)
+    return s[c > 0] / c[c > 0]
+
+
+def summarize(sim: "Simulator", jobs: pd.DataFrame | None = None,
+              decision_ms: np.ndarray | None = None) -> dict[str, float]:
+    """Summary metrics of a run (module docstring gives the definitions).
+
+    Computed from the simulator's arrays (numpy only, cheap enough for every
+    episode of an environment); ``jobs`` is accepted for symmetry and unused.
+    """
+    jb, js = sim.jobs, sim.js
+    done = js.status == 4
+    jct = (js.end - jb.arrival)[done]
+    exe = js.exec_time[done]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        sd = np.where(exe > 0, jct / exe, np.nan)
+    nan = float("nan")
     out: dict[str, float] = {
-        "jobs": float(len(jobs)),
-        "avg_jct": float(np.mean(jct)) if len(jct) else float("nan"),
+        "jobs": float(sim.n_jobs),
+        "avg_jct": float(jct.mean()) if len(jct) else nan,
         "p50_jct": _pct(jct, 50),
         "p95_jct": _pct(jct, 95),
         "p99_jct": _pct(jct, 99),
-        "avg_wait": float(fin["wait"].mean()) if len(fin) else float("nan"),
-        "avg_slowdown": float(np.mean(sd)) if len(sd) else float("nan"),
+        "avg_wait": float((jct - exe).mean()) if len(jct) else nan,
+        "avg_slowdown": float(np.nanmean(sd)) if len(sd) else nan,
     }
-    for cls in ("TE", "BE"):
-        x = fin.loc[fin["job_class"] == cls, "slowdown"].to_numpy()
+    cls = jb.job_class[done]
+    for name, code in (("te", 1), ("be", 0)):
+        x = sd[cls == code]
         for q in (50, 95, 99):
-            out[f"{cls.lower()}_p{q}_slowdown"] = _pct(x, q)
-    makespan = float(fin["end"].max()) if len(fin) else sim.now
-    out["makespan"] = makespan
+            out[f"{name}_p{q}_slowdown"] = _pct(x, q)
+    out["makespan"] = float(js.end[done].max()) if len(jct) else sim.now
     span = max(sim.now, 1e-12)
     for c, d in enumerate(sim.devices):
         cap = sim.scenario.cluster.capacity(d)
         out[f"util_{d}"] = float(sim.busy_time[c] / (cap * span)) if cap else 0.0
     out["energy_kwh"] = sim.energy_kwh
     out["energy_cost"] = sim.energy_kwh * sim.options.energy_price * sim.options.pue
-    out["tardiness_cost"] = float(jobs["tardiness"].sum())
-    out["preemptions"] = float(jobs["preemptions"].sum())
-    out["restarts"] = float(jobs["restarts"].sum())
-    per_user = fin.groupby("user", sort=False)
-    out["jain_fairness"] = jain_index(per_user["slowdown"].mean().to_numpy()) if len(fin) else 1.0
-    prog = (fin["best_duration"] / fin["jct"]).groupby(fin["user"], sort=False).mean()
-    out["user_progress_std"] = float(prog.std(ddof=0)) if len(prog) else 0.0
-    out["decision_time_p50"] = _pct(decision_ms, 50) if len(decision_ms) else 0.0
-    out["decision_time_p99"] = _pct(decision_ms, 99) if len(decision_ms) else 0.0
-    out["unfinished_jobs"] = float((~jobs["finished"]).sum())
+    end_or_now = np.where(done, js.end, sim.now)
+    out["tardiness_cost"] = float((jb.weight * np.maximum(0.0, end_or_now - jb.deadline)).sum())
+    out["preemptions"] = float(js.n_preempt.sum())
+    out["restarts"] = float(js.n_restart.sum())
+    users = jb.user[done]
+    out["jain_fairness"] = jain_index(_group_mean(np.nan_to_num(sd, nan=1.0), users)) if len(jct) else 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        best = np.min(np.where(jb.tput > 0, jb.work[:, None] / (jb.workers[:, None] * jb.tput),
+                               np.inf), axis=1)[done]
+    prog = _group_mean(best / jct, users) if len(jct) else np.zeros(0)
+    out["user_progress_std"] = float(prog.std()) if len(prog) else 0.0
+    dm = np.zeros(0) if decision_ms is None else np.asarray(decision_ms)
+    out["decision_time_p50"] = _pct(dm, 50) if len(dm) else 0.0
+    out["decision_time_p99"] = _pct(dm, 99) if len(dm) else 0.0
+    out["unfinished_jobs"] = float(sim.n_jobs - int(done.sum()))
     out["events"] = float(sim.events)
     out["decision_points"] = float(sim.decision_points)
     return out

@@ -20,6 +20,8 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
 
     At every decision point (after the events of one instant) the scheduler's
     ``decide(view)`` is called once and its decisions are applied in order.
+    Instants at which no job waits are not decision points unless the scheduler
+    sets ``call_when_queue_empty = True`` or asks for rounds (``round_length``).
     Invariants (DESIGN.md) are checked at the end of every run, and after
     every event when ``check_every_event`` is set.
 
@@ -47,7 +49,11 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
     t0 = time.perf_counter()
     perf = time.perf_counter
     done_seen = 0
+    every_event = bool(getattr(scheduler, "call_when_queue_empty", False) or round_length)
+    ctr = sim.ctr
     while sim.advance():
+        if not every_event and ctr[1] == 0:
+            continue  # nothing waits: no decision to make (see Scheduler protocol)
         a = perf()
         decisions = scheduler.decide(view)
         times.append(perf() - a)

@@ -12,7 +12,7 @@ from hetgym import scenarios as _scenarios
 from hetgym.decisions import SchedulingError
 from hetgym.envs.features import obs_size, observe_nb
 from hetgym.envs.reward import RewardTracker
-from hetgym.metrics import job_table, summarize
+from hetgym.metrics import summarize
 from hetgym.sim import kernels as K
 from hetgym.sim.engine import Simulator
 from hetgym.specs import Scenario
@@ -174,8 +174,7 @@ class HetClusterEnv(gym.Env):
         info = self._info(terms)
         info["invalid_action"] = invalid
         if terminated or truncated:
-            jobs = job_table(sim)
-            info["episode_metrics"] = summarize(sim, jobs, np.zeros(0))
+            info["episode_metrics"] = summarize(sim)
         return self._observe(), float(reward), bool(terminated), bool(truncated), info
 
     def action_masks(self) -> np.ndarray:

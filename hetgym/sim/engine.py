@@ -60,24 +60,18 @@ class Simulator:
         self.policy = int(PlacementPolicy.of(self.options.placement))
         n = len(self.jobs.arrival)
         self.n_jobs = n
-        self.now = 0.0
         self.queue = np.empty(n + 1, dtype=np.int64)
-        self.n_queue = 0
         self.running = np.empty(n + 1, dtype=np.int64)
-        self.n_running = 0
-        self.next_arrival = 0
-        self.n_done = 0
+        self.ctr = np.zeros(6, dtype=np.int64)  # see kernels: arrival ptr, queue, running, done, events
+        self.acc = np.zeros(4)  # now, energy J, active power W, next round
         self.round_length = round_length
-        self.next_round = round_length if round_length else math.inf
+        self.acc[K.ACC_ROUND] = round_length if round_length else math.inf
         self.check_every_event = check_every_event
         self.n_users = int(self.jobs.user.max()) + 1
         self.service = np.zeros(self.n_users)
         self.idle_power = float(self.nodes.idle_w.sum())
-        self.active_power = 0.0
-        self.energy_j = 0.0
         self.busy = np.zeros(len(self.devices))  # busy GPUs / cores per device type
         self.busy_time = np.zeros(len(self.devices))
-        self.events = 0
         self.decision_points = 0
         self.segments: list[tuple[int, float, float, int, int]] = []  # job, start, end, device, node
         self.stalled = False
@@ -87,9 +81,77 @@ class Simulator:
         self._buf_grace = np.empty(n + 1, dtype=np.int64)
         self._out_node = np.empty(self._wmax, dtype=np.int64)
         self._out_gpu = np.empty(self._wmax, dtype=np.int64)
+        self._adm_job = np.empty(0, dtype=np.int64)
+        self._adm_dev = self._adm_job
+        self._adm_nodes = np.empty((0, self._wmax), dtype=np.int64)
+        self._adm_gpus = self._adm_nodes
+        jb, js, nd, ns = self.jobs, self.js, self.nodes, self.ns
+        opts = self.options
+        # argument tuples of the fused kernels (the arrays never change identity)
+        self._step_args = (
+            opts.horizon, float(round_length or 0.0), opts.checkpoint_interval,
+            self.ctr, self.acc, self.queue, self.running, jb.arrival, js.status, js.remaining,
+            js.rate, js.finish, js.grace_end, js.run_start, js.exec_time, js.end, js.resume_at,
+            js.worker_node, js.worker_gpu, jb.workers, jb.cpus_need, jb.mem, jb.work, jb.user,
+            self.service, nd.dev, ns.free_gpus, ns.free_cpus, ns.free_mem, ns.gpu_owner,
+            self.idle_power, nd.gpu_w, nd.core_w, self.busy, self.busy_time, self._buf_done,
+            self._buf_grace)
+        self._start_args = (
+            opts.restart_delay, opts.scaling_exponent, opts.topology_coeff, opts.network_distance,
+            self.ctr, self.acc, self.queue, self.running, js.status, js.remaining, js.rate,
+            js.finish, js.run_start, js.first_start, js.resume_at, js.n_restart, js.device,
+            js.worker_node, js.worker_gpu, jb.tput, jb.cpus_need, jb.mem, jb.comm, nd.dev,
+            nd.dev_is_cpu, nd.gpus, nd.dist, ns.free_gpus, ns.free_cpus, ns.free_mem,
+            ns.gpu_owner, nd.gpu_w, nd.core_w, self.busy)
         from hetgym.sim.view import View
 
         self.view = View(self)
+
+    # ------------------------------------------------------------- counters
+    @property
+    def now(self) -> float:
+        """Current simulated time (s)."""
+        return float(self.acc[K.ACC_NOW])
+
+    @property
+    def next_arrival(self) -> int:
+        """Index of the next job to arrive (= number of jobs arrived)."""
+        return int(self.ctr[K.CTR_ARR])
+
+    @property
+    def n_queue(self) -> int:
+        """Number of waiting jobs."""
+        return int(self.ctr[K.CTR_Q])
+
+    @property
+    def n_running(self) -> int:
+        """Number of jobs holding resources."""
+        return int(self.ctr[K.CTR_RUN])
+
+    @property
+    def n_done(self) -> int:
+        """Number of completed jobs."""
+        return int(self.ctr[K.CTR_DONE])
+
+    @property
+    def events(self) -> int:
+        """Number of event instants processed."""
+        return int(self.ctr[K.CTR_EV])
+
+    @property
+    def energy_j(self) -> float:
+        """IT energy used so far (J)."""
+        return float(self.acc[K.ACC_ENERGY])
+
+    @property
+    def active_power(self) -> float:
+        """Current active power above idle (W)."""
+        return float(self.acc[K.ACC_POWER])
+
+    @property
+    def finished(self) -> bool:
+        """Whether every job has completed."""
+        return self.ctr[K.CTR_DONE] == self.n_jobs
 
     # ------------------------------------------------------------------ time
     def next_event_time(self) -> float:
@@ -100,13 +162,8 @@ class Simulator:
                                      self.js.finish, self.js.grace_end)
             t = min(t, tf, tg)
         if self.round_length and (self.n_running or self.n_queue):
-            t = min(t, self.next_round)
+            t = min(t, self.acc[K.ACC_ROUND])
         return float(t)
-
-    @property
-    def finished(self) -> bool:
-        """Whether every job has completed."""
-        return self.n_done == self.n_jobs
 
     def advance(self) -> bool:
         """Jump to the next event time and process every event there.
@@ -114,48 +171,30 @@ class Simulator:
         Returns False (and does nothing) if there is no further event or the
         next one lies past the horizon (then time moves to the horizon).
         """
-        t = self.next_event_time()
-        horizon = self.options.horizon
-        if t == math.inf or t > horizon:
-            if horizon < math.inf and t > horizon and horizon > self.now:
-                self._advance_to(horizon)
+        code, n_d, n_g = K.step_nb(*self._step_args)
+        if code == 1 and not (n_d or n_g):
+            self.last_done = self._buf_done[:0]
+            if self.check_every_event:
+                self.check_capacity()
+            return True
+        js, jb = self.js, self.jobs
+        if code == -1:
+            j = int(self.ctr[K.CTR_ERR])
+            raise InvariantError(f"job {j} completes with {js.remaining[j]} of {jb.work[j]} "
+                                 "iterations left")
+        if code == -2:
+            raise InvariantError(f"time went back from {self.now}")
+        if code == 0:
             return False
-        self._advance_to(t)
-        nd, ng = (0, 0)
-        if self.n_running:
-            nd, ng = K.due_nb(self.running, self.n_running, self.js.status, self.js.finish,
-                              self.js.grace_end, t, self._buf_done, self._buf_grace)
-        self.last_done = self._buf_done[:nd]
-        for j in self._buf_done[:nd].tolist():
-            self._complete(j)
-        for j in self._buf_grace[:ng].tolist():
-            self._suspend(j, lose_progress=False)
-        arr = self.jobs.arrival
-        while self.next_arrival < self.n_jobs and arr[self.next_arrival] <= t:
-            j = self.next_arrival
-            self.js.status[j] = QUEUED
-            self.queue[self.n_queue] = j
-            self.n_queue += 1
-            self.next_arrival += 1
-        while self.next_round <= t:
-            self.next_round += self.round_length  # type: ignore[operator]
-        self.events += 1
+        self.last_done = self._buf_done[:n_d]
+        if n_d or n_g:
+            t = self.now
+            for j in self._buf_done[:n_d].tolist() + self._buf_grace[:n_g].tolist():
+                self.segments.append((j, float(js.run_start[j]), t, int(js.device[j]),
+                                      int(js.worker_node[j, 0])))
         if self.check_every_event:
             self.check_capacity()
         return True
-
-    def _advance_to(self, t: float) -> None:
-        if t < self.now:
-            raise InvariantError(f"time went back from {self.now} to {t}")
-        dt = t - self.now
-        if dt > 0:
-            if self.n_running:
-                js = self.js
-                K.advance_nb(self.running, self.n_running, self.now, t, js.rate, js.resume_at,
-                             js.remaining, self.jobs.workers, self.jobs.user, self.service)
-            self.energy_j += (self.idle_power + self.active_power) * dt
-            self.busy_time += self.busy * dt
-        self.now = t
 
     # ------------------------------------------------------------- decisions
     def apply(self, decisions: Sequence[Decision]) -> None:
@@ -192,18 +231,23 @@ class Simulator:
             return None
         return Placement(self._out_node[:w].copy(), self._out_gpu[:w].copy())
 
+    _REASONS = {1: "a node index is out of range", 2: "a GPU index is out of range",
+                3: "a GPU is busy or used twice", 4: "CPU cores exceeded",
+                5: "memory exceeded", 6: "a CPU-node worker has a GPU index",
+                8: "a worker is on a device type where the job's throughput is 0"}
+
     def start(self, job: int, device: str | int | None = None,
               placement: Placement | None = None) -> None:
         """Start a queued job on ``device`` (default placement) or on ``placement``."""
         job = int(job)
         if not 0 <= job < self.n_jobs:
             raise SchedulingError(f"Start: job index {job} out of range 0..{self.n_jobs - 1}")
-        if self.js.status[job] != QUEUED:
+        js, jb, nd, ns = self.js, self.jobs, self.nodes, self.ns
+        if js.status[job] != QUEUED:
             raise SchedulingError(
-                f"Start: job {job} (job_id={self.jobs.job_id[job]}) is "
-                f"{JobStatus(self.js.status[job]).name}, not QUEUED"
+                f"Start: job {job} (job_id={jb.job_id[job]}) is "
+                f"{JobStatus(js.status[job]).name}, not QUEUED"
             )
-        jb, nd, ns = self.jobs, self.nodes, self.ns
         w = int(jb.workers[job])
         if placement is None:
             if device is None:
@@ -211,68 +255,22 @@ class Simulator:
             dev = self.device_index(device)
             if jb.tput[job, dev] <= 0:
                 raise SchedulingError(f"Start: job {job} cannot run on {self.devices[dev]} (tput 0)")
-            placement = self.find_placement(job, dev)
-            if placement is None:
+            ok = K.place_nb(dev, bool(nd.dev_is_cpu[dev]), w, jb.cpus_need[job, dev], jb.mem[job],
+                            self.policy, nd.dev, nd.gpus, nd.dist, ns.free_gpus, ns.free_cpus,
+                            ns.free_mem, ns.gpu_owner, self._out_node, self._out_gpu)
+            if not ok:
                 raise SchedulingError(
                     f"Start: job {job} ({w} workers, {jb.cpus_need[job, dev]} cores, "
                     f"{jb.mem[job]} GB each) does not fit on free {self.devices[dev]} capacity"
                 )
+            nodes, gpus = self._out_node, self._out_gpu
         else:
             if len(placement) != w:
                 raise SchedulingError(f"Start: job {job} has {w} workers, placement has {len(placement)}")
-            code = K.check_placement_nb(job, w, placement.nodes, placement.gpus, jb.cpus_need[job],
-                                        jb.mem[job], nd.dev, nd.dev_is_cpu, nd.gpus, ns.free_gpus,
-                                        ns.free_cpus, ns.free_mem, ns.gpu_owner)
-            if code:
-                reasons = {1: "a node index is out of range", 2: "a GPU index is out of range",
-                           3: "a GPU is busy or used twice", 4: "CPU cores exceeded",
-                           5: "memory exceeded", 6: "a CPU-node worker has a GPU index"}
-                raise SchedulingError(f"Start: placement of job {job} is invalid: {reasons[code]}")
-            devs = set(nd.dev[placement.nodes].tolist())
-            if any(jb.tput[job, d] <= 0 for d in devs):
-                raise SchedulingError(f"Start: job {job} placed on a device type where its tput is 0")
-            dev = devs.pop() if len(devs) == 1 else -2
-        self._allocate(job, dev, placement)
-
-    def _allocate(self, job: int, dev: int, pl: Placement) -> None:
-        jb, nd, ns, js = self.jobs, self.nodes, self.ns, self.js
-        w = len(pl)
-        K.alloc_nb(job, w, pl.nodes, pl.gpus, 1, jb.cpus_need[job], jb.mem[job], nd.dev,
-                   ns.free_gpus, ns.free_cpus, ns.free_mem, ns.gpu_owner)
-        js.worker_node[job, :w] = pl.nodes
-        js.worker_gpu[job, :w] = pl.gpus
-        opts = self.options
-        rate = K.rate_nb(w, pl.nodes, pl.gpus, jb.tput[job], nd.dev, nd.dist, jb.comm[job],
-                         opts.scaling_exponent, opts.topology_coeff, opts.network_distance)
-        t = self.now
-        restarted = not math.isnan(js.first_start[job])
-        if restarted:
-            js.n_restart[job] += 1
-            js.resume_at[job] = t + opts.restart_delay
-        else:
-            js.first_start[job] = t
-            js.resume_at[job] = t
-        js.rate[job] = rate
-        js.finish[job] = js.resume_at[job] + js.remaining[job] / rate
-        js.run_start[job] = t
-        js.device[job] = dev
-        js.status[job] = RUNNING
-        self.n_queue = K.remove_nb(self.queue, self.n_queue, job)
-        self.running[self.n_running] = job
-        self.n_running += 1
-        self._power_and_busy(job, pl, +1)
-
-    def _power_and_busy(self, job: int, pl: Placement, sign: int) -> None:
-        nd, jb = self.nodes, self.jobs
-        for n, g in zip(pl.nodes.tolist(), pl.gpus.tolist()):
-            d = nd.dev[n]
-            if g >= 0:
-                self.active_power += sign * nd.gpu_w[n]
-                self.busy[d] += sign
-            else:
-                cores = jb.cpus_need[job, d]
-                self.active_power += sign * nd.core_w[n] * cores
-                self.busy[d] += sign * cores
+            nodes, gpus = placement.nodes, placement.gpus
+        code = K.start_nb(job, w, nodes, gpus, *self._start_args)
+        if code:
+            raise SchedulingError(f"Start: placement of job {job} is invalid: {self._REASONS[code]}")
 
     def preempt(self, job: int) -> None:
         """Preempt a running job: grace period first, or suspend at once if it is 0."""
@@ -292,48 +290,15 @@ class Simulator:
             js.status[job] = GRACE
             js.grace_end[job] = self.now + gp
         else:
-            self._suspend(job, lose_progress=True)
-
-    def _release(self, job: int) -> None:
-        jb, nd, ns, js = self.jobs, self.nodes, self.ns, self.js
-        w = int(jb.workers[job])
-        pl = Placement(js.worker_node[job, :w].copy(), js.worker_gpu[job, :w].copy())
-        K.alloc_nb(job, w, pl.nodes, pl.gpus, -1, jb.cpus_need[job], jb.mem[job], nd.dev,
-                   ns.free_gpus, ns.free_cpus, ns.free_mem, ns.gpu_owner)
-        self._power_and_busy(job, pl, -1)
-        self.segments.append((job, float(js.run_start[job]), self.now, int(js.device[job]),
-                              int(pl.nodes[0])))
-        js.exec_time[job] += self.now - js.run_start[job]
-        js.rate[job] = 0.0
-        js.finish[job] = math.inf
-        js.grace_end[job] = math.inf
-        self.n_running = K.remove_nb(self.running, self.n_running, job)
-
-    def _suspend(self, job: int, lose_progress: bool) -> None:
-        js = self.js
-        ci = self.options.checkpoint_interval
-        if lose_progress and ci > 0:
-            progressed = max(0.0, self.now - js.resume_at[job])
-            lost = math.fmod(progressed, ci) * js.rate[job]
-            js.remaining[job] = min(self.jobs.work[job], js.remaining[job] + lost)
-        self._release(job)
-        js.status[job] = QUEUED
-        self.n_queue = K.insert_front_nb(self.queue, self.n_queue, job)
-
-    def _complete(self, job: int) -> None:
-        js = self.js
-        work = self.jobs.work[job]
-        if abs(js.remaining[job]) > 1e-6 * max(1.0, work):
-            raise InvariantError(
-                f"job {job} completes with {js.remaining[job]} of {work} iterations left"
-            )
-        if js.status[job] == DONE:
-            raise InvariantError(f"job {job} completed twice")
-        js.remaining[job] = 0.0
-        self._release(job)
-        js.status[job] = DONE
-        js.end[job] = self.now
-        self.n_done += 1
+            self.segments.append((job, float(js.run_start[job]), self.now, int(js.device[job]),
+                                  int(js.worker_node[job, 0])))
+            jb, nd, ns = self.jobs, self.nodes, self.ns
+            K.release_nb(job, True, True, self.options.checkpoint_interval, self.ctr, self.acc,
+                         self.queue, self.running, js.status, js.remaining, js.rate, js.finish,
+                         js.grace_end, js.run_start, js.exec_time, js.resume_at, js.worker_node,
+                         js.worker_gpu, jb.workers, jb.cpus_need, jb.mem, jb.work, nd.dev,
+                         ns.free_gpus, ns.free_cpus, ns.free_mem, ns.gpu_owner, nd.gpu_w,
+                         nd.core_w, self.busy)
 
     # ------------------------------------------------------------ invariants
     def check_capacity(self) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hetgym.decisions import Placement
+from hetgym.decisions import Placement, Start
 from hetgym.sim import kernels as K
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -112,6 +112,7 @@ class View:
 
     def __init__(self, sim: "Simulator") -> None:
         self._sim = sim
+        self._pref: np.ndarray | None = None
         jb, js, nd, ns = sim.jobs, sim.js, sim.nodes, sim.ns
         self.devices: list[str] = list(sim.devices)
         self.options = sim.options
@@ -133,7 +134,49 @@ class View:
     @property
     def now(self) -> float:
         """Current simulated time (s)."""
-        return self._sim.now
+        return float(self._sim.acc[0])
+
+    @property
+    def pref(self) -> np.ndarray:
+        """``(J, C)`` device indices per job, fastest first, -1 padded where tput is 0."""
+        if self._pref is None:
+            t = self._sim.jobs.tput
+            order = np.argsort(-t, axis=1, kind="stable")
+            ok = np.take_along_axis(t, order, axis=1) > 0
+            self._pref = _ro(np.where(ok, order, -1).astype(np.int64))
+        return self._pref
+
+    def admit(self, order: np.ndarray, blocking: bool, pref: np.ndarray | None = None,
+              cap: CapacityModel | None = None) -> list[Start]:
+        """Greedy admission (Numba) of ``order`` on free capacity; see ``admit_nb``.
+
+        Each job takes the first device type of its ``pref`` row (default
+        :attr:`pref`, fastest first) with room. Resources are taken from
+        ``cap`` (default: a fresh scratch copy). Returns the starts with placements.
+        """
+        s = self._sim
+        cap = cap if cap is not None else CapacityModel(s)
+        pref = self.pref if pref is None else pref
+        order = np.ascontiguousarray(order, dtype=np.int64)
+        n = len(order)
+        if n == 0:
+            return []
+        if s._adm_job.shape[0] < n:
+            s._adm_job = np.empty(n, dtype=np.int64)
+            s._adm_dev = np.empty(n, dtype=np.int64)
+            s._adm_nodes = np.empty((n, s._wmax), dtype=np.int64)
+            s._adm_gpus = np.empty((n, s._wmax), dtype=np.int64)
+        jb, nd = s.jobs, s.nodes
+        k = K.admit_nb(order, pref, blocking, cap.policy, jb.workers, jb.cpus_need, jb.mem, nd.dev,
+                       nd.dev_is_cpu, nd.gpus, nd.dist, cap.free_gpus, cap.free_cpus, cap.free_mem,
+                       cap.gpu_owner, s._adm_job, s._adm_dev, s._adm_nodes, s._adm_gpus)
+        out = []
+        for i in range(k):
+            j = int(s._adm_job[i])
+            w = int(jb.workers[j])
+            out.append(Start(j, int(s._adm_dev[i]),
+                             Placement(s._adm_nodes[i, :w].copy(), s._adm_gpus[i, :w].copy())))
+        return out
 
     @property
     def n_jobs(self) -> int:
@@ -144,7 +187,7 @@ class View:
     def queue(self) -> np.ndarray:
         """Waiting jobs in queue order (arrival order; preempted jobs at the head)."""
         s = self._sim
-        return _ro(s.queue[: s.n_queue])
+        return _ro(s.queue[: s.ctr[1]])
 
     @property
     def running(self) -> np.ndarray:
