@@ -70,7 +70,7 @@ def default_cluster() -> ClusterSpec:
     ])
 
 
-def _hetero_small(n_jobs: int = 512, seed: int = 0, load: float = 1.0) -> Scenario:
+def _hetero_small(n_jobs: int = 512, seed: int = 0, load: float = 0.6) -> Scenario:
     """Default: the small hybrid cluster with a window of jobs from the shipped
     Philly-derived Gavel traces (when the trace loaders are installed), else a
     synthetic Philly-like workload. ``load`` scales arrival rates."""
