@@ -207,11 +207,11 @@ class Workload:
                     continue
                 if d == "cpu":
                     need_c = cpus if options.cpu_slot_cores is None else np.full(len(fr), float(options.cpu_slot_cores))
-                    per = np.where(need_c > 0, np.floor(n.cpus / np.maximum(need_c, 1e-12)), 10**9)
+                    per = np.where(need_c > 0, np.floor(n.cpus / np.maximum(need_c, 1e-12) + 1e-9), 10**9)
                 else:
                     per = np.full(len(fr), float(n.gpus))
-                    per = np.minimum(per, np.where(cpus > 0, np.floor(n.cpus / np.maximum(cpus, 1e-12)), 10**9))
-                per = np.minimum(per, np.where(mem > 0, np.floor(n.mem_gb / np.maximum(mem, 1e-12)), 10**9))
+                    per = np.minimum(per, np.where(cpus > 0, np.floor(n.cpus / np.maximum(cpus, 1e-12) + 1e-9), 10**9))
+                per = np.minimum(per, np.where(mem > 0, np.floor(n.mem_gb / np.maximum(mem, 1e-12) + 1e-9), 10**9))
                 slots += per.astype(np.int64) * n.count
             fits_any |= (tput[:, k] > 0) & (slots >= workers)
         if not fits_any.all():

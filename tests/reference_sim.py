@@ -1,0 +1,765 @@
+"""A slow, obviously correct pure-Python reference simulator (STYLE.md item 9).
+
+It follows the documented rules of DESIGN.md ("Simulation semantics") and the
+docstrings of :mod:`hetgym.sim.engine` / :mod:`hetgym.sim.kernels`, but shares
+no code with them: state is plain Python objects, lists and dicts; nothing
+here imports the Numba kernels or the engine. The test-suite runs the fast
+simulator (``hetgym.simulate``) and this one on the same scenarios and
+schedulers and checks that they agree job by job.
+
+Rules implemented (one instant ``t``):
+
+1. progress, energy, busy time and per-user service are integrated from the
+   previous instant to ``t`` (a job progresses only after its restart delay);
+2. completions (jobs whose projected finish is ``<= t``), in running order;
+3. ends of grace periods (``<= t``), in running order: the job is suspended
+   with its progress kept and goes to the HEAD of the queue;
+4. arrivals (``<= t``) join the tail of the queue in workload order;
+5. round boundaries ``<= t`` are passed (a round boundary is an event only
+   while some job waits or holds resources);
+6. the scheduler gets ONE decision point; its decisions are applied in order.
+   An instant at which no job waits is not a decision point, unless the
+   scheduler sets ``call_when_queue_empty = True`` or asks for rounds
+   (``round_length``), as :func:`hetgym.simulate` documents.
+
+A preemption with grace period ``GP > 0`` keeps the job running for ``GP``
+seconds; with ``GP = 0`` the job is suspended at once, goes to the head of
+the queue and loses ``fmod(progress time since resume, interval) * rate``
+iterations when a checkpoint interval is set. Every start after the first
+pays the restart delay. Rate = W x min per-worker throughput x
+W ** (exponent - 1) x topology factor.
+
+Public entry point: :func:`simulate`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hetgym.decisions import Placement, Preempt, SchedulingError, Start, Wait
+
+__all__ = ["simulate", "RefResult", "RefSim", "RefView", "RefCapacity", "place", "slots_on_node"]
+
+FUTURE, QUEUED, RUNNING, GRACE, DONE = 0, 1, 2, 3, 4
+POLICIES = {"pack": 0, "spread": 1, "topology": 2}
+EPS = 1e-9
+UNBOUNDED = 1 << 20  # workers per node of a job that needs neither GPU, cores nor memory
+
+
+# --------------------------------------------------------------------------- data
+@dataclass
+class RNode:
+    """One node (static part and its free resources)."""
+
+    name: str
+    device: int  # index into the scenario's device types
+    is_cpu: bool
+    gpus: int
+    cpus: float
+    mem: float
+    dist: list  # list[list[float]] gpus x gpus
+    idle_w: float
+    gpu_w: float
+    core_w: float
+    free_gpus: int = 0
+    free_cpus: float = 0.0
+    free_mem: float = 0.0
+    owner: list = field(default_factory=list)  # job holding each GPU, -1 free
+
+
+@dataclass
+class RJob:
+    """One job (static part and its life cycle)."""
+
+    index: int
+    job_id: int
+    arrival: float
+    user: int
+    job_class: int
+    workers: int
+    work: float
+    tput: list  # per device index
+    cpus_need: list  # per device index
+    mem: float
+    grace: float
+    comm: float
+    deadline: float
+    weight: float
+    forkable: bool
+    status: int = FUTURE
+    remaining: float = 0.0
+    rate: float = 0.0
+    resume_at: float = 0.0
+    finish: float = math.inf
+    grace_end: float = math.inf
+    run_start: float = math.nan
+    first_start: float = math.nan
+    end: float = math.nan
+    exec_time: float = 0.0
+    n_preempt: int = 0
+    n_restart: int = 0
+    device: int = -1  # -1 never ran, -2 mixed
+    alloc: list = field(default_factory=list)  # [(node, gpu or -1)] of the current run
+
+
+# ---------------------------------------------------------------------- placement
+def slots_on_node(is_cpu: bool, need_cpus: float, need_mem: float, free_gpus: int,
+                  free_cpus: float, free_mem: float) -> int:
+    """Workers (1 GPU unless on a CPU node, ``need_cpus`` cores, ``need_mem`` GB) that fit."""
+    limits = []
+    if not is_cpu:
+        limits.append(int(free_gpus))
+    if need_cpus > 0:
+        limits.append(int(math.floor(free_cpus / need_cpus + EPS)))
+    if need_mem > 0:
+        limits.append(int(math.floor(free_mem / need_mem + EPS)))
+    return min(limits) if limits else UNBOUNDED
+
+
+def _choose_gpus(k: int, free: list[int], dist: list, topology: bool) -> list[int]:
+    """k GPUs out of the free ones (ascending ids): lowest ids, or greedy min pairwise distance.
+
+    Topology rule: each free GPU in turn seeds a greedy selection that adds the
+    GPU with the smallest summed distance to those already chosen (lowest id on
+    ties); the seed giving the smallest total wins (lowest seed on ties).
+    """
+    if not topology or k <= 1:
+        return free[:k]
+    best_cost, best = math.inf, None
+    for seed in free:
+        chosen = [seed]
+        cost = 0.0
+        while len(chosen) < k:
+            pick, pick_cost = None, math.inf
+            for g in free:
+                if g in chosen:
+                    continue
+                c = sum(dist[q][g] for q in chosen)
+                if pick is None or c < pick_cost - EPS:
+                    pick, pick_cost = g, c
+            chosen.append(pick)
+            cost += pick_cost
+        if best is None or cost < best_cost - EPS:
+            best_cost, best = cost, chosen
+    return sorted(best)
+
+
+def place(nodes: list[RNode], dev: int, workers: int, need_cpus: float, need_mem: float,
+          policy: int, free_gpus, free_cpus, free_mem, owner) -> list[tuple[int, int]] | None:
+    """Placement of ``workers`` workers on nodes of device ``dev`` or None.
+
+    pack (0) / topology (2): the single node holding all workers with the fewest
+    spare slots (lowest index on ties); else nodes by spare slots descending
+    (lowest index on ties), each filled as far as it goes. spread (1): the same
+    node order, one worker per node per pass (round robin). Workers are listed by
+    node index; GPUs are the lowest free ids, or for topology the greedy choice.
+    ``owner[n][g]`` is the job holding GPU g of node n (-1 free).
+    """
+    slots = {}
+    for n, node in enumerate(nodes):
+        if node.device == dev:
+            slots[n] = slots_on_node(node.is_cpu, need_cpus, need_mem, free_gpus[n],
+                                     free_cpus[n], free_mem[n])
+    if sum(slots.values()) < workers:
+        return None
+    take = {n: 0 for n in slots}
+    by_room = sorted((n for n in slots if slots[n] > 0), key=lambda n: (-slots[n], n))
+    if policy in (0, 2):
+        single = [n for n in slots if slots[n] >= workers]
+        if single:
+            take[min(single, key=lambda n: (slots[n], n))] = workers
+        else:
+            left = workers
+            for n in by_room:
+                t = min(left, slots[n])
+                take[n] = t
+                left -= t
+                if left == 0:
+                    break
+    else:
+        left = workers
+        while left > 0:
+            for n in by_room:
+                if left == 0:
+                    break
+                if take[n] < slots[n]:
+                    take[n] += 1
+                    left -= 1
+    out: list[tuple[int, int]] = []
+    for n in sorted(take):
+        k = take[n]
+        if k == 0:
+            continue
+        if nodes[n].is_cpu:
+            out.extend((n, -1) for _ in range(k))
+        else:
+            free = [g for g in range(nodes[n].gpus) if owner[n][g] < 0]
+            for g in _choose_gpus(k, free, nodes[n].dist, policy == 2):
+                out.append((n, g))
+    return out
+
+
+def job_rate(job: RJob, alloc: list[tuple[int, int]], nodes: list[RNode], exponent: float,
+             coeff: float, network_distance: float) -> float:
+    """W x slowest worker's throughput x W**(exponent-1) x topology factor."""
+    w = len(alloc)
+    slowest = min(job.tput[nodes[n].device] for n, _ in alloc)
+    rate = w * slowest
+    if exponent != 1.0:
+        rate *= w ** (exponent - 1.0)
+    if w > 1 and job.comm > 0 and coeff > 0:
+        total = 0.0
+        for a in range(w):
+            for b in range(a + 1, w):
+                (na, ga), (nb, gb) = alloc[a], alloc[b]
+                if na != nb:
+                    total += network_distance
+                elif ga >= 0 and gb >= 0:
+                    total += nodes[na].dist[ga][gb]
+                else:
+                    total += 1.0
+        mean = total / (w * (w - 1) / 2.0)
+        if mean > 1.0:
+            rate /= 1.0 + coeff * job.comm * (mean - 1.0)
+    return rate
+
+
+# -------------------------------------------------------------------- simulator
+class RefSim:
+    """State of one reference run."""
+
+    def __init__(self, scenario: Any, seed: int = 0, round_length: float | None = None) -> None:
+        self.scenario = scenario
+        self.options = opts = scenario.options
+        self.devices: list[str] = list(scenario.device_types)
+        self.policy = POLICIES[opts.placement]
+        self.nodes: list[RNode] = []
+        for spec in scenario.cluster.nodes:
+            for i in range(spec.count):
+                idle, gw, cw = spec.power_w()
+                dist = [[float(x) for x in row] for row in spec.distance_matrix()] if spec.gpus else []
+                self.nodes.append(RNode(
+                    name=f"{spec.name}-{i}", device=self.devices.index(spec.device),
+                    is_cpu=spec.gpu_type is None, gpus=int(spec.gpus), cpus=float(spec.cpus),
+                    mem=float(spec.mem_gb), dist=dist, idle_w=idle, gpu_w=gw, core_w=cw,
+                    free_gpus=int(spec.gpus), free_cpus=float(spec.cpus), free_mem=float(spec.mem_gb),
+                    owner=[-1] * int(spec.gpus)))
+        fr = scenario.workload.frame
+        users: dict[Any, int] = {}
+        self.jobs: list[RJob] = []
+        for i, row in enumerate(fr.to_dict("records")):
+            users.setdefault(row["user"], len(users))
+            cores = float(row["cpus"])
+            need = [float(opts.cpu_slot_cores) if d == "cpu" and opts.cpu_slot_cores is not None
+                    else cores for d in self.devices]
+            grace = float(row["grace_period"]) if opts.grace_period is None else float(opts.grace_period)
+            self.jobs.append(RJob(
+                index=i, job_id=int(row["job_id"]), arrival=float(row["arrival"]),
+                user=users[row["user"]], job_class=1 if row["job_class"] == "TE" else 0,
+                workers=int(row["workers"]), work=float(row["work"]),
+                tput=[float(row[f"tput_{d}"]) for d in self.devices], cpus_need=need,
+                mem=float(row["mem_gb"]), grace=grace, comm=float(row["comm"]),
+                deadline=float(row["deadline"]), weight=float(row["weight"]),
+                forkable=bool(row["forkable"]), remaining=float(row["work"])))
+        self.n_users = len(users)
+        self.service = [0.0] * self.n_users
+        self.now = 0.0
+        self.queue: list[int] = []
+        self.running: list[int] = []
+        self.next_arrival = 0
+        self.round_length = round_length
+        self.next_round = round_length if round_length else math.inf
+        self.rng = np.random.default_rng(seed)
+        self.energy_j = 0.0
+        self.busy_time = {d: 0.0 for d in self.devices}
+        self.events = 0
+        self.decision_points = 0
+        self.segments: list[tuple[int, float, float, int]] = []
+        self.view = RefView(self)
+
+    # ---------------------------------------------------------------- events
+    def _holding(self) -> list[RJob]:
+        return [self.jobs[j] for j in self.running]
+
+    def next_event_time(self) -> float:
+        times = [math.inf]
+        if self.next_arrival < len(self.jobs):
+            times.append(self.jobs[self.next_arrival].arrival)
+        for job in self._holding():
+            times.append(job.finish)
+            if job.status == GRACE:
+                times.append(job.grace_end)
+        if self.round_length and (self.running or self.queue):
+            times.append(self.next_round)
+        return min(times)
+
+    def _power_and_busy(self) -> tuple[float, dict[str, float]]:
+        power = sum(n.idle_w for n in self.nodes)
+        busy = {d: 0.0 for d in self.devices}
+        for job in self._holding():
+            for n, g in job.alloc:
+                node = self.nodes[n]
+                if g >= 0:
+                    power += node.gpu_w
+                    busy[self.devices[node.device]] += 1
+                else:
+                    cores = job.cpus_need[node.device]
+                    power += node.core_w * cores
+                    busy[self.devices[node.device]] += cores
+        return power, busy
+
+    def _move_time_to(self, t: float) -> None:
+        assert t >= self.now, f"time went back from {self.now} to {t}"
+        dt = t - self.now
+        if dt > 0:
+            for job in self._holding():
+                since = max(self.now, job.resume_at)
+                if t > since:
+                    job.remaining -= job.rate * (t - since)
+                self.service[job.user] += job.workers * dt
+            power, busy = self._power_and_busy()
+            self.energy_j += power * dt
+            for d, b in busy.items():
+                self.busy_time[d] += b * dt
+        self.now = t
+
+    def step(self) -> bool:
+        """Process the next instant; False when the run is over."""
+        t = self.next_event_time()
+        horizon = self.options.horizon
+        if t == math.inf or t > horizon:
+            if horizon < math.inf and t > horizon and horizon > self.now:
+                self._move_time_to(horizon)
+            return False
+        self._move_time_to(t)
+        done = [j for j in self.running if self.jobs[j].finish <= t]
+        ending = [j for j in self.running if j not in done
+                  and self.jobs[j].status == GRACE and self.jobs[j].grace_end <= t]
+        for j in done:
+            self._complete(j)
+        for j in ending:
+            self._suspend(j, lose_progress=False)
+        while self.next_arrival < len(self.jobs) and self.jobs[self.next_arrival].arrival <= t:
+            job = self.jobs[self.next_arrival]
+            job.status = QUEUED
+            self.queue.append(job.index)
+            self.next_arrival += 1
+        while self.next_round <= t:
+            self.next_round += self.round_length
+        self.events += 1
+        return True
+
+    # ------------------------------------------------------------- decisions
+    def apply(self, decisions: list) -> None:
+        for d in decisions:
+            if isinstance(d, Start):
+                self.start(d.job, d.device, d.placement)
+            elif isinstance(d, Preempt):
+                self.preempt(d.job)
+            elif isinstance(d, Wait):
+                pass
+            else:
+                raise SchedulingError(f"unknown decision {d!r}")
+
+    def device_index(self, device: Any) -> int:
+        if isinstance(device, (int, np.integer)) and not isinstance(device, bool):
+            if not 0 <= int(device) < len(self.devices):
+                raise SchedulingError(f"device index {device} out of range")
+            return int(device)
+        key = str(device).lower()
+        if key not in self.devices:
+            raise SchedulingError(f"device {device!r} not in {self.devices}")
+        return self.devices.index(key)
+
+    def start(self, j: int, device: Any = None, placement: Placement | None = None) -> None:
+        j = int(j)
+        if not 0 <= j < len(self.jobs):
+            raise SchedulingError(f"Start: job {j} out of range")
+        job = self.jobs[j]
+        if job.status != QUEUED:
+            raise SchedulingError(f"Start: job {j} is not QUEUED (status {job.status})")
+        nodes = self.nodes
+        if placement is None:
+            if device is None:
+                raise SchedulingError(f"Start: job {j} needs a device or a placement")
+            dev = self.device_index(device)
+            if job.tput[dev] <= 0:
+                raise SchedulingError(f"Start: job {j} cannot run on {self.devices[dev]}")
+            alloc = place(nodes, dev, job.workers, job.cpus_need[dev], job.mem, self.policy,
+                          [n.free_gpus for n in nodes], [n.free_cpus for n in nodes],
+                          [n.free_mem for n in nodes], [n.owner for n in nodes])
+            if alloc is None:
+                raise SchedulingError(f"Start: job {j} does not fit on {self.devices[dev]}")
+        else:
+            alloc = list(zip([int(x) for x in placement.nodes], [int(x) for x in placement.gpus]))
+            self._check_explicit(job, alloc)
+            devs = {nodes[n].device for n, _ in alloc}
+            dev = devs.pop() if len(devs) == 1 else -2
+        # take the resources
+        for n, g in alloc:
+            node = nodes[n]
+            node.free_cpus -= job.cpus_need[node.device]
+            node.free_mem -= job.mem
+            if g >= 0:
+                node.free_gpus -= 1
+                node.owner[g] = j
+        job.alloc = alloc
+        job.rate = job_rate(job, alloc, nodes, self.options.scaling_exponent,
+                            self.options.topology_coeff, self.options.network_distance)
+        if math.isnan(job.first_start):
+            job.first_start = self.now
+            job.resume_at = self.now
+        else:
+            job.n_restart += 1
+            job.resume_at = self.now + self.options.restart_delay
+        job.finish = job.resume_at + job.remaining / job.rate
+        job.run_start = self.now
+        job.device = dev
+        job.status = RUNNING
+        self.queue.remove(j)
+        self.running.append(j)
+
+    def _check_explicit(self, job: RJob, alloc: list[tuple[int, int]]) -> None:
+        if len(alloc) != job.workers:
+            raise SchedulingError(f"Start: job {job.index} has {job.workers} workers, "
+                                  f"placement has {len(alloc)}")
+        need_c: dict[int, float] = {}
+        need_m: dict[int, float] = {}
+        seen = set()
+        for n, g in alloc:
+            if not 0 <= n < len(self.nodes):
+                raise SchedulingError("Start: a node index is out of range")
+            node = self.nodes[n]
+            if node.is_cpu:
+                if g >= 0:
+                    raise SchedulingError("Start: a CPU-node worker has a GPU index")
+            else:
+                if not 0 <= g < node.gpus:
+                    raise SchedulingError("Start: a GPU index is out of range")
+                if node.owner[g] >= 0 or (n, g) in seen:
+                    raise SchedulingError("Start: a GPU is busy or used twice")
+                seen.add((n, g))
+            if job.tput[node.device] <= 0:
+                raise SchedulingError("Start: placed on a device type where its tput is 0")
+            need_c[n] = need_c.get(n, 0.0) + job.cpus_need[node.device]
+            need_m[n] = need_m.get(n, 0.0) + job.mem
+        for n in need_c:
+            if need_c[n] > self.nodes[n].free_cpus + EPS:
+                raise SchedulingError("Start: CPU cores exceeded")
+            if need_m[n] > self.nodes[n].free_mem + EPS:
+                raise SchedulingError("Start: memory exceeded")
+
+    def preempt(self, j: int) -> None:
+        j = int(j)
+        if not 0 <= j < len(self.jobs) or self.jobs[j].status != RUNNING:
+            raise SchedulingError(f"Preempt: job {j} is not RUNNING")
+        job = self.jobs[j]
+        limit = self.options.max_preemptions
+        if limit is not None and job.n_preempt >= limit:
+            raise SchedulingError(f"Preempt: job {j} was already preempted {job.n_preempt} times "
+                                  f"(limit {limit})")
+        job.n_preempt += 1
+        if job.grace > 0:
+            job.status = GRACE
+            job.grace_end = self.now + job.grace
+        else:
+            self._suspend(j, lose_progress=True)
+
+    def _release(self, j: int) -> None:
+        job = self.jobs[j]
+        for n, g in job.alloc:
+            node = self.nodes[n]
+            node.free_cpus += job.cpus_need[node.device]
+            node.free_mem += job.mem
+            if g >= 0:
+                node.free_gpus += 1
+                node.owner[g] = -1
+        self.segments.append((j, job.run_start, self.now, job.device))
+        job.exec_time += self.now - job.run_start
+        job.rate = 0.0
+        job.finish = math.inf
+        job.grace_end = math.inf
+        self.running.remove(j)
+
+    def _suspend(self, j: int, lose_progress: bool) -> None:
+        job = self.jobs[j]
+        interval = self.options.checkpoint_interval
+        if lose_progress and interval > 0:
+            progressed = max(0.0, self.now - job.resume_at)
+            lost = math.fmod(progressed, interval) * job.rate
+            job.remaining = min(job.work, job.remaining + lost)
+        self._release(j)
+        job.status = QUEUED
+        self.queue.insert(0, j)
+
+    def _complete(self, j: int) -> None:
+        job = self.jobs[j]
+        assert abs(job.remaining) <= 1e-6 * max(1.0, job.work), (j, job.remaining)
+        assert job.status != DONE
+        job.remaining = 0.0
+        self._release(j)
+        job.status = DONE
+        job.end = self.now
+
+    def check(self) -> None:
+        """Capacity books balance (reference-side sanity)."""
+        for n, node in enumerate(self.nodes):
+            held = [(j, g) for j in self.running for (m, g) in self.jobs[j].alloc if m == n]
+            cores = sum(self.jobs[j].cpus_need[node.device] for j, _ in held)
+            assert abs(node.cpus - cores - node.free_cpus) < 1e-6
+            assert node.free_cpus > -1e-6 and node.free_mem > -1e-6
+            assert node.free_gpus == node.gpus - sum(1 for _, g in held if g >= 0) >= 0
+
+
+# ------------------------------------------------------------------------- view
+class RefCapacity:
+    """Scratch copy of free resources (same methods as the fast CapacityModel)."""
+
+    def __init__(self, sim: RefSim, policy: int | None = None) -> None:
+        self._sim = sim
+        nodes = sim.nodes
+        g = max([1] + [n.gpus for n in nodes])
+        self.free_gpus = np.array([n.free_gpus for n in nodes], dtype=np.int64)
+        self.free_cpus = np.array([n.free_cpus for n in nodes], dtype=np.float64)
+        self.free_mem = np.array([n.free_mem for n in nodes], dtype=np.float64)
+        self.gpu_owner = np.full((len(nodes), g), -1, dtype=np.int64)
+        for k, n in enumerate(nodes):
+            self.gpu_owner[k, : n.gpus] = n.owner
+        self.policy = sim.policy if policy is None else int(policy)
+
+    def slots(self, job: int, dev: int) -> int:
+        jb = self._sim.jobs[job]
+        return sum(slots_on_node(n.is_cpu, jb.cpus_need[dev], jb.mem, self.free_gpus[k],
+                                 self.free_cpus[k], self.free_mem[k])
+                   for k, n in enumerate(self._sim.nodes) if n.device == dev)
+
+    def fits(self, job: int, dev: int) -> bool:
+        jb = self._sim.jobs[job]
+        return jb.tput[dev] > 0 and self.slots(job, dev) >= jb.workers
+
+    def place(self, job: int, dev: int) -> Placement | None:
+        jb = self._sim.jobs[job]
+        if jb.tput[dev] <= 0:
+            return None
+        alloc = place(self._sim.nodes, dev, jb.workers, jb.cpus_need[dev], jb.mem, self.policy,
+                      self.free_gpus, self.free_cpus, self.free_mem, self.gpu_owner)
+        if alloc is None:
+            return None
+        nodes = np.array([n for n, _ in alloc], dtype=np.int64)
+        gpus = np.array([g for _, g in alloc], dtype=np.int64)
+        self.take(job, nodes, gpus)
+        return Placement(nodes, gpus)
+
+    def _move(self, job: int, alloc, sign: int) -> None:
+        sim = self._sim
+        jb = sim.jobs[job]
+        for n, g in alloc:
+            n, g = int(n), int(g)
+            d = sim.nodes[n].device
+            self.free_cpus[n] -= sign * jb.cpus_need[d]
+            self.free_mem[n] -= sign * jb.mem
+            if g >= 0:
+                self.free_gpus[n] -= sign
+                self.gpu_owner[n, g] = job if sign > 0 else -1
+
+    def take(self, job: int, nodes, gpus) -> None:
+        self._move(job, list(zip(list(nodes), list(gpus))), +1)
+
+    def give(self, job: int) -> None:
+        self._move(job, self._sim.jobs[job].alloc, -1)
+
+    def free_per_device(self) -> np.ndarray:
+        sim = self._sim
+        out = np.zeros(len(sim.devices))
+        for k, n in enumerate(sim.nodes):
+            out[n.device] += self.free_cpus[k] if n.is_cpu else self.free_gpus[k]
+        return out
+
+
+def _ro(values: Any, dtype: Any) -> np.ndarray:
+    a = np.array(values, dtype=dtype)
+    a.flags.writeable = False
+    return a
+
+
+class RefView:
+    """What a scheduler may read: the attributes of :class:`hetgym.sim.view.View`."""
+
+    def __init__(self, sim: RefSim) -> None:
+        self._sim = sim
+        jobs = sim.jobs
+        self.devices = list(sim.devices)
+        self.options = sim.options
+        self.rng = sim.rng
+        self.job_id = _ro([j.job_id for j in jobs], np.int64)
+        self.arrival = _ro([j.arrival for j in jobs], np.float64)
+        self.user = _ro([j.user for j in jobs], np.int64)
+        self.job_class = _ro([j.job_class for j in jobs], np.int64)
+        self.workers = _ro([j.workers for j in jobs], np.int64)
+        self.work = _ro([j.work for j in jobs], np.float64)
+        self.tput = _ro([j.tput for j in jobs], np.float64)
+        self.cpus_need = _ro([j.cpus_need for j in jobs], np.float64)
+        self.mem = _ro([j.mem for j in jobs], np.float64)
+        self.deadline = _ro([j.deadline for j in jobs], np.float64)
+        self.weight = _ro([j.weight for j in jobs], np.float64)
+        self.grace = _ro([j.grace for j in jobs], np.float64)
+        self.comm = _ro([j.comm for j in jobs], np.float64)
+        self.forkable = _ro([j.forkable for j in jobs], np.bool_)
+        self.node_device = _ro([n.device for n in sim.nodes], np.int64)
+        self.node_gpus = _ro([n.gpus for n in sim.nodes], np.int64)
+        self.node_cpus = _ro([n.cpus for n in sim.nodes], np.float64)
+        self.node_mem = _ro([n.mem for n in sim.nodes], np.float64)
+        self.dev_is_cpu = _ro([d == "cpu" for d in sim.devices], np.bool_)
+        self._wmax = max(j.workers for j in jobs)
+
+    # dynamic job state
+    def _jobs(self, attr: str, dtype: Any) -> np.ndarray:
+        return _ro([getattr(j, attr) for j in self._sim.jobs], dtype)
+
+    status = property(lambda self: self._jobs("status", np.int64))
+    remaining = property(lambda self: self._jobs("remaining", np.float64))
+    rate = property(lambda self: self._jobs("rate", np.float64))
+    n_preempt = property(lambda self: self._jobs("n_preempt", np.int64))
+    n_restart = property(lambda self: self._jobs("n_restart", np.int64))
+    device = property(lambda self: self._jobs("device", np.int64))
+    first_start = property(lambda self: self._jobs("first_start", np.float64))
+    exec_time = property(lambda self: self._jobs("exec_time", np.float64))
+
+    def _workers_table(self, which: int) -> np.ndarray:
+        out = [[-1] * self._wmax for _ in self._sim.jobs]
+        for k, job in enumerate(self._sim.jobs):
+            for i, pair in enumerate(job.alloc):
+                out[k][i] = pair[which]
+        return _ro(out, np.int64)
+
+    @property
+    def worker_node(self) -> np.ndarray:
+        return self._workers_table(0)
+
+    @property
+    def worker_gpu(self) -> np.ndarray:
+        return self._workers_table(1)
+
+    # nodes
+    free_gpus = property(lambda self: _ro([n.free_gpus for n in self._sim.nodes], np.int64))
+    free_cpus = property(lambda self: _ro([n.free_cpus for n in self._sim.nodes], np.float64))
+    free_mem = property(lambda self: _ro([n.free_mem for n in self._sim.nodes], np.float64))
+
+    @property
+    def now(self) -> float:
+        return self._sim.now
+
+    @property
+    def n_jobs(self) -> int:
+        return len(self._sim.jobs)
+
+    @property
+    def queue(self) -> np.ndarray:
+        return _ro(self._sim.queue, np.int64)
+
+    @property
+    def running(self) -> np.ndarray:
+        return _ro(self._sim.running, np.int64)
+
+    @property
+    def user_service(self) -> np.ndarray:
+        return _ro(self._sim.service, np.float64)
+
+    @property
+    def max_preemptions(self) -> int | None:
+        return self.options.max_preemptions
+
+    def in_grace(self, job: int) -> bool:
+        return self._sim.jobs[int(job)].status == GRACE
+
+    def capacity(self, policy: int | None = None) -> RefCapacity:
+        return RefCapacity(self._sim, policy)
+
+    def duration(self, job: int, dev: int) -> float:
+        jb = self._sim.jobs[int(job)]
+        t = jb.tput[dev]
+        if t <= 0:
+            return math.inf
+        w = jb.workers
+        return float(jb.work / (w * t * w ** (self.options.scaling_exponent - 1.0)))
+
+    def durations(self, jobs: Any, remaining: bool = False) -> np.ndarray:
+        out = np.empty((len(jobs), len(self.devices)))
+        for r, j in enumerate(np.asarray(jobs, dtype=np.int64).tolist()):
+            jb = self._sim.jobs[j]
+            work = jb.remaining if remaining else jb.work
+            w = float(jb.workers)
+            eff = w ** (self.options.scaling_exponent - 1.0)
+            for c, t in enumerate(jb.tput):
+                out[r, c] = work / (w * t * eff) if t > 0 else math.inf
+        return out
+
+
+# ----------------------------------------------------------------------- runner
+@dataclass
+class RefResult:
+    """Outcome of a reference run.
+
+    Attributes:
+        jobs: One row per job in workload order: job_id, arrival, start (first
+            start), end (NaN if unfinished), device (key, ``"mixed"`` or ``"-"``),
+            preemptions, restarts, exec_time, finished.
+        energy_kwh: IT energy over [0, end of run].
+        busy_time: Busy GPU-seconds (core-seconds for cpu) per device key.
+        now: Time at the end of the run.
+        decision_points: Number of ``decide`` calls.
+        service: Per-user worker-seconds held.
+        segments: ``(job, start, end, device index)`` of each finished run.
+    """
+
+    jobs: pd.DataFrame
+    energy_kwh: float
+    busy_time: dict[str, float]
+    now: float
+    decision_points: int
+    events: int
+    service: list[float]
+    segments: list[tuple[int, float, float, int]]
+
+
+def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -> RefResult:
+    """Run ``scheduler`` on ``scenario`` in the reference simulator."""
+    round_length = getattr(scheduler, "round_length", None)
+    if round_length is True:
+        round_length = scenario.options.round_length
+    sim = RefSim(scenario, seed=seed, round_length=round_length)
+    every_instant = bool(getattr(scheduler, "call_when_queue_empty", False) or round_length)
+    scheduler.reset(sim.view)
+    while sim.step():
+        if check:
+            sim.check()
+        if not sim.queue and not every_instant:
+            continue
+        decisions = scheduler.decide(sim.view)
+        sim.decision_points += 1
+        if decisions:
+            sim.apply(decisions)
+        if check:
+            sim.check()
+    names = {i: d for i, d in enumerate(sim.devices)}
+    names[-1], names[-2] = "-", "mixed"
+    jobs = pd.DataFrame({
+        "job_id": [j.job_id for j in sim.jobs],
+        "arrival": [j.arrival for j in sim.jobs],
+        "start": [j.first_start for j in sim.jobs],
+        "end": [j.end if j.status == DONE else math.nan for j in sim.jobs],
+        "device": [names[j.device] for j in sim.jobs],
+        "preemptions": [j.n_preempt for j in sim.jobs],
+        "restarts": [j.n_restart for j in sim.jobs],
+        "exec_time": [j.exec_time + (sim.now - j.run_start if j.status in (RUNNING, GRACE) else 0.0)
+                      for j in sim.jobs],
+        "finished": [j.status == DONE for j in sim.jobs],
+    })
+    return RefResult(jobs=jobs, energy_kwh=sim.energy_j / 3.6e6, busy_time=dict(sim.busy_time),
+                     now=sim.now, decision_points=sim.decision_points, events=sim.events,
+                     service=list(sim.service), segments=list(sim.segments))
