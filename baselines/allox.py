@@ -43,7 +43,7 @@ from baselines.classic import PolicyScheduler
 from baselines.drf import DRFA, DRFF, DRFS, EqualShare
 from baselines.parts import ArrivalOrder, FastestFirst, FastestOnly, GreedyAdmission
 from hetgym.decisions import Decision, Start
-from hetgym.sim.view import View
+from hetgym.sim.view import CapacityModel, View
 
 __all__ = ["AlloX", "AlloXPlus", "SJFPlus", "JSQPlus", "BF", "BASELINES"]
 
@@ -180,6 +180,7 @@ class AlloX:
 
 
 def _window(view: View, q: np.ndarray, window: int) -> np.ndarray:
+    """The ``window`` oldest waiting jobs of each user, in queue order."""
     users = np.asarray(view.user)[q]
     keep = np.zeros(len(q), dtype=bool)
     for u in np.unique(users).tolist():
@@ -188,8 +189,8 @@ def _window(view: View, q: np.ndarray, window: int) -> np.ndarray:
     return q[keep]
 
 
-def _list_schedule(view: View, jobs: np.ndarray, p: np.ndarray, pool: MachinePool, cap
-                   ) -> list[Decision]:
+def _list_schedule(view: View, jobs: np.ndarray, p: np.ndarray, pool: MachinePool,
+                   cap: CapacityModel) -> list[Decision]:
     """Greedy list scheduling: each job in turn takes the machines on which it would
     complete earliest; it starts now if they are idle, else it reserves them."""
     heaps: dict[int, list[float]] = {}

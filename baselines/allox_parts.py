@@ -23,12 +23,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from hetgym.sim.view import CapacityModel, View
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hetgym.metrics import Result
+    from hetgym.specs import Scenario
 
 __all__ = [
     "slot_cores",
@@ -346,7 +350,7 @@ class AlloXProgress:
         return out
 
 
-def allox_progress_timeline(result, scenario, active_only: bool = True,
+def allox_progress_timeline(result: "Result", scenario: "Scenario", active_only: bool = True,
                             until: str = "arrivals") -> tuple[float, np.ndarray]:
     """Time-averaged std over users of AlloX progress, from a run's segments.
 

@@ -23,7 +23,7 @@ from baselines.parts import (
     ShortestFirst,
 )
 from hetgym.decisions import Decision, Start
-from hetgym.sim.view import View
+from hetgym.sim.view import CapacityModel, View
 
 __all__ = ["DRFScheduler", "DRFF", "DRFS", "DRFA", "EqualShare"]
 
@@ -193,7 +193,8 @@ class EqualShare:
     def _room(self, u: int, d: int, w: int, used: np.ndarray) -> bool:
         return bool(used[u, d] + w <= self.quota[u, d] or (used[u, d] == 0 < self.quota[u, d]))
 
-    def _fcfs(self, view: View, u: int, jobs: list[int], used: np.ndarray, cap) -> list[Start]:
+    def _fcfs(self, view: View, u: int, jobs: list[int], used: np.ndarray,
+              cap: CapacityModel) -> list[Start]:
         out: list[Start] = []
         for j in jobs:
             w = int(view.workers[j])
@@ -208,7 +209,8 @@ class EqualShare:
                 break
         return out
 
-    def _sjf(self, view: View, u: int, jobs: list[int], used: np.ndarray, cap) -> list[Start]:
+    def _sjf(self, view: View, u: int, jobs: list[int], used: np.ndarray,
+              cap: CapacityModel) -> list[Start]:
         arr = np.asarray(jobs, dtype=np.int64)
         dur = view.durations(arr)
         fav = np.argmin(dur, axis=1)

@@ -37,6 +37,7 @@ from baselines.parts import FastestOnly
 ROOT = Path(__file__).resolve().parents[1]
 SCHEDULERS: dict[str, Callable[[], Any]] = {
     "allox": lambda: baselines.make("allox"),
+    "allox[alpha=1]": lambda: baselines.make("allox", alpha=1.0),
     "allox+": lambda: baselines.make("allox+"),
     "es": lambda: baselines.make("es"),
     "drff": lambda: baselines.make("drff"),
@@ -73,9 +74,12 @@ def study(seeds: list[int], load: float, n_jobs: int | None, names: list[str],
             rows.append({"scheduler": name, "seed": seed, **m})
             print(f"  load={load} seed={seed} {name:18s} avg_jct={m['avg_jct']:8.0f} s "
                   f"({m['wall_s']:.1f} s)", file=sys.stderr)
+        done = {0.1: "allox", 1.0: "allox[alpha=1]"}  # sweep points already run above
         for a in alphas:
-            prev = [r for r in rows if r["scheduler"] == "allox" and r["seed"] == seed]
-            m = prev[0] if a == 0.1 and prev else run_one(sc, AlloX(alpha=a), seed)
+            prev = [r for r in rows if r["scheduler"] == done.get(a) and r["seed"] == seed]
+            m = dict(prev[0]) if prev else run_one(sc, AlloX(alpha=a), seed)
+            m.pop("scheduler", None)
+            m.pop("seed", None)
             sweep.append({"alpha": a, "seed": seed, **m})
     return pd.DataFrame(rows), pd.DataFrame(sweep)
 
@@ -172,12 +176,12 @@ def bench(n_jobs: int = 200, repeats: int = 30) -> str:
                        "tput_cpu": 1.0 / rng.uniform(1.8, 10.0, n_jobs), "cpus": 1.0, "mem_gb": 8.0})
     sc = Scenario(cluster=hybrid_cluster(), workload=Workload.from_frame(df),
                   options=SimOptions(cpu_slot_cores=20, restart_delay=0.0))
-    lines = ["| alpha | starts | solves / decision | wall median (ms) | wall p90 (ms) | CPU median (ms) |",
-             "|---|---|---|---|---|---|"]
-    for a in (0.1, 0.5, 1.0):
+    lines = ["| alpha | window | starts | solves / decision | wall median (ms) | wall p90 (ms) "
+             "| CPU median (ms) |", "|---|---|---|---|---|---|---|"]
+    for a, window in ((0.1, None), (0.5, None), (0.5, 10), (1.0, None)):
         sim = Simulator(sc)
         sim.advance()
-        s = AlloX(alpha=a)
+        s = AlloX(alpha=a, window=window)
         s.reset(sim.view)
         starts = len(s.decide(sim.view))  # warm-up (Numba kernels)
         s.solves = 0
@@ -187,7 +191,7 @@ def bench(n_jobs: int = 200, repeats: int = 30) -> str:
             s.decide(sim.view)
             wall.append(time.perf_counter() - t)
             cpu.append(time.process_time() - c)
-        lines.append(f"| {a:g} | {starts} | {s.solves / repeats:.0f} | {np.median(wall) * 1e3:.1f} | "
+        lines.append(f"| {a:g} | {window or '-'} | {starts} | {s.solves / repeats:.0f} | {np.median(wall) * 1e3:.1f} | "
                      f"{np.percentile(wall, 90) * 1e3:.1f} | {np.median(cpu) * 1e3:.1f} |")
     return "\n".join(lines)
 
