@@ -37,10 +37,13 @@ tested in tests/baselines/test_fitgpp*.py):
    on ``after`` until it fits there. Victims with GP = 0 are suspended at once
    and the TE job starts in the same decision list; otherwise it starts at the
    decision point where the last needed GP ends, i.e. exactly GP seconds after
-   the preemption. If no set of allowed victims makes it fit, nothing is
-   preempted and it waits.
-3. **Victims.** Only running BE jobs that are not in a GP and were preempted
-   fewer than ``P`` times (and fewer than the scenario's ``max_preemptions``).
+   the preemption, or earlier if room appears elsewhere first (a completion);
+   a preemption cannot be withdrawn, so the victim is then suspended all the
+   same and, at the head of the queue, usually restarts at once. If no set of
+   allowed victims makes it fit, nothing is preempted and the TE job waits.
+3. **Victims.** Only running BE jobs that are not in a GP, were preempted
+   fewer than ``P`` times (and fewer than the scenario's ``max_preemptions``)
+   and run on a device type the TE job can use. TE jobs are never preempted.
 4. **FitGpp score** (eqs. 1-4). Size(D) = sqrt of the sum over CPU, RAM, GPU of
    (demand / capacity of the job's node)^2 (the GPU term is dropped on CPU
    nodes). Score(j) = Size(D_j) / max Size + s x GP_j / max GP, both maxima
@@ -391,6 +394,9 @@ class PreemptUntilFit:
         """
         trial = _clone(plan)
         cands = self.candidates(view, exclude)
+        if len(cands):
+            on = np.asarray(view.node_device)[np.asarray(view.worker_node)[cands, 0]]
+            cands = cands[np.isin(on, np.asarray(devices, dtype=np.int64))]
         out: list[tuple[int, str]] = []
         while not any(placement.fits(view, trial, te, d) for d in devices):
             if len(cands) == 0:

@@ -31,7 +31,7 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -346,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.paper:
         a.jobs, a.seeds = 2**16, max(a.seeds, 8)
     seeds = list(range(a.seeds))
-    T = lambda *args, **kw: Task(*args, load=a.load, **kw)  # noqa: E731
+    T = partial(Task, load=a.load)
     t0 = time.perf_counter()
     tasks = [T(al, sd, a.jobs) for sd in seeds for al in ("FIFO", "FIFO-split", "LRTP", "RAND", "FitGpp")]
     n_main = len(tasks)

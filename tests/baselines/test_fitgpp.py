@@ -318,3 +318,30 @@ def test_registry_and_factories():
     assert isinstance(s, PreemptiveFIFO)
     assert s.preemption == PreemptUntilFit(FitGppVictim(2.0), 3)
     assert "fitgpp-lab" in hetgym.scenarios.names()
+
+
+def test_victims_only_on_device_types_the_te_job_can_use():
+    # One V100 node and one K80 node, each full with one BE job; the TE job runs on
+    # V100 only. Whatever the rule, only the V100 job may go.
+    df = pd.DataFrame({
+        "job_id": [0, 1, 2], "arrival": [0.0, 0.0, 10.0], "user": 0,
+        "job_class": ["BE", "BE", "TE"], "workers": [8, 8, 2], "work": [8000.0, 8000.0, 200.0],
+        "tput_k80": [1.0, 1.0, 0.0], "tput_v100": [1.0, 1.0, 1.0],
+        "cpus": 1.0, "mem_gb": 8.0, "grace_period": [300.0, 0.0, 0.0],
+    })
+    cluster = ClusterSpec([NodeSpec("k", count=1, gpu_type="K80", gpus=8, cpus=32, mem_gb=256),
+                           NodeSpec("v", count=1, gpu_type="V100", gpus=8, cpus=32, mem_gb=256)])
+    sc = Scenario(cluster=cluster, workload=Workload.from_frame(df),
+                  options=SimOptions(restart_delay=0.0))
+    k80, v100 = sc.device_types.index("k80"), sc.device_types.index("v100")
+    for name in ("fitgpp", "lrtp", "rand"):
+        sim = Simulator(sc, seed=0)
+        sim.advance()
+        sim.start(0, k80)  # job 0 on the K80 node (GP 300 s: FitGpp's score would avoid it)
+        sim.start(1, v100)
+        sim.advance()
+        out = baselines.make(name).decide(sim.view)
+        assert [d.job for d in out if isinstance(d, Preempt)] == [1], name
+        # GP 0: the TE job starts at once on the V100 node
+        (st,) = [d for d in out if isinstance(d, Start)]
+        assert st.job == 2 and st.device == v100
