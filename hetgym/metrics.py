@@ -82,8 +82,15 @@ def job_table(sim: "Simulator") -> pd.DataFrame:
 
 
 def _pct(x: np.ndarray, q: float) -> float:
-    x = x[np.isfinite(x)]
-    return float(np.percentile(x, q)) if len(x) else float("nan")
+    """Percentile with linear interpolation (numpy's default method), NaN-free input."""
+    x = np.sort(x[np.isfinite(x)])
+    n = len(x)
+    if n == 0:
+        return float("nan")
+    pos = (n - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, n - 1)
+    return float(x[lo] + (x[hi] - x[lo]) * (pos - lo))
 
 
 def _group_mean(values: np.ndarray, groups: np.ndarray) -> np.ndarray:

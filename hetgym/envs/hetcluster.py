@@ -10,11 +10,11 @@ from gymnasium import spaces
 
 from hetgym import scenarios as _scenarios
 from hetgym.decisions import SchedulingError
-from hetgym.envs.features import obs_size, observe_nb
+from hetgym.envs.features import obs_size
+from hetgym.envs.fused import decide_point_nb
 from hetgym.envs.reward import RewardTracker
 from hetgym.metrics import summarize
-from hetgym.sim import kernels as K
-from hetgym.sim.engine import Simulator
+from hetgym.sim.engine import InvariantError, Simulator
 from hetgym.specs import Scenario
 
 __all__ = ["HetClusterEnv"]
@@ -112,7 +112,7 @@ class HetClusterEnv(gym.Env):
         self.sim: Simulator | None = None
         self._mask2d = np.zeros((self.window, self.n_dev), dtype=np.bool_)
         self._mask = np.zeros(self.action_space.n, dtype=np.bool_)
-        self._obs = np.zeros(self.observation_space.shape, dtype=np.float64)
+        self._obs = np.zeros(self.observation_space.shape, dtype=np.float32)
         self._win = np.zeros(self.window, dtype=np.int64)
         self._rwin = np.zeros(max(self.run_window, 1), dtype=np.int64)
         self._n_win = 0
@@ -136,14 +136,21 @@ class HetClusterEnv(gym.Env):
         sim_seed = int(self.np_random.integers(0, 2**31 - 1))
         self.sim = Simulator(self.scenario, seed=sim_seed, rows=rows)
         sim = self.sim
-        self._cap_dev = np.asarray([self.scenario.cluster.capacity(d) for d in self.devices],
-                                   dtype=np.float64)
-        self._node_is_cpu = sim.nodes.dev_is_cpu[sim.nodes.dev]
-        self._max_workers = float(sim.jobs.workers.max())
-        self.reward.reset(sim)
+        cap_dev = np.asarray([self.scenario.cluster.capacity(d) for d in self.devices],
+                             dtype=np.float64)
+        inv_best = self.reward.reset(sim)
+        limit = sim.options.max_preemptions
+        jb, js = sim.jobs, sim.js
+        self._nwin = np.zeros(2, dtype=np.int64)
+        self._env_args = (
+            jb.tput, sim.nodes.dev_is_cpu, jb.job_class, js.n_preempt, jb.deadline, jb.weight,
+            inv_best, self.reward_scale, -1 if limit is None else int(limit), self.run_window,
+            self._win, self._rwin, self._mask2d, self._mask, self._nwin, self.reward.rew, cap_dev,
+            float(cap_dev.max()), float(jb.workers.max()), sim.options.scaling_exponent,
+            js.first_start, np.zeros(self.n_dev), self._obs)
         self.steps = 0
         self._advance_until_decision(force=True)
-        return self._observe(), self._info({})
+        return self._obs.copy(), self._info({})
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Apply one action, then run the simulator to the next decision point."""
@@ -169,13 +176,13 @@ class HetClusterEnv(gym.Env):
             self._advance_until_decision(force=False)
         terminated = sim.finished
         truncated = (not terminated) and (self.steps >= self.max_steps or self._stuck)
-        terms = self.reward.end_step(sim, terminated or truncated)
+        terms = self.reward.terms(sim)
         reward = self.reward.combine(terms)
         info = self._info(terms)
         info["invalid_action"] = invalid
         if terminated or truncated:
             info["episode_metrics"] = summarize(sim)
-        return self._observe(), float(reward), bool(terminated), bool(truncated), info
+        return self._obs.copy(), float(reward), bool(terminated), bool(truncated), info
 
     def action_masks(self) -> np.ndarray:
         """Feasible actions (bool, length ``action_space.n``) for MaskablePPO."""
@@ -183,56 +190,22 @@ class HetClusterEnv(gym.Env):
 
     # -------------------------------------------------------------- internals
     def _advance_until_decision(self, force: bool) -> None:
-        """Advance events until a start/preempt is feasible (at least one event if ``force``)."""
+        """Advance events until a start/preempt is feasible (at least one event if ``force``).
+
+        One Numba call (:func:`hetgym.envs.fused.decide_point_nb`) also updates the
+        mask, the observation and the reward terms.
+        """
         sim = self.sim
         assert sim is not None
-        self._stuck = False
-        if not force:
-            self._update_mask()
-            if self._mask[: self.wait_action].any() or sim.finished:
-                return
-        while True:
-            t0 = sim.now
-            before_arrived, before_done = sim.next_arrival, sim.n_done
-            moved = sim.advance()
-            self.reward.on_advance(sim, t0, before_arrived, before_done)
-            if not moved:
-                self._stuck = not sim.finished
-                self._update_mask()
-                return
-            if sim.finished:
-                self._update_mask()
-                return
-            self._update_mask()
-            if self._mask[: self.wait_action].any():
-                return
-
-    def _update_mask(self) -> None:
-        sim = self.sim
-        nq = min(sim.n_queue, self.window)
-        self._win[:nq] = sim.queue[:nq]
-        self._n_win = nq
-        jb, nd, ns = sim.jobs, sim.nodes, sim.ns
-        K.mask_nb(self._win, nq, self.n_dev, nd.dev_is_cpu, jb.workers, jb.tput, jb.cpus_need,
-                  jb.mem, nd.dev, ns.free_gpus, ns.free_cpus, ns.free_mem, self._mask2d)
-        m = self._mask
-        m[: self.n_start_actions] = self._mask2d.ravel()
-        if self.run_window:
-            m[self.n_start_actions: self.wait_action] = False
-            limit = sim.options.max_preemptions
-            r = 0
-            for j in sim.running[: sim.n_running].tolist():
-                if r == self.run_window:
-                    break
-                if (jb.job_class[j] == 0 and sim.js.status[j] == 2
-                        and (limit is None or sim.js.n_preempt[j] < limit)):
-                    self._rwin[r] = j
-                    m[self.n_start_actions + r] = True
-                    r += 1
-            self._n_rwin = r
-        m[self.wait_action] = not sim.finished
-        if sim.finished:
-            m[self.wait_action] = True
+        code = decide_point_nb(force, sim._step_args, self._env_args)
+        while code == -3:  # segment log full: grow it and go on
+            sim.grow_segments()
+            code = decide_point_nb(True, sim._step_args, self._env_args)
+        if code < 0:
+            raise InvariantError(f"simulator invariant violated (code {code}) at t={sim.now}")
+        self._stuck = code == 0
+        self._n_win = int(self._nwin[0])
+        self._n_rwin = int(self._nwin[1])
 
     def _why_invalid(self, a: int) -> str:
         if a < self.n_start_actions:
@@ -246,24 +219,11 @@ class HetClusterEnv(gym.Env):
             return f"action {a}: running-window slot {a - self.n_start_actions} holds no preemptible job"
         return f"action {a}: wait is not allowed now"
 
-    def _observe(self) -> np.ndarray:
-        sim = self.sim
-        nd, ns, jb, js = sim.nodes, sim.ns, sim.jobs, sim.js
-        free = np.where(self._node_is_cpu, ns.free_cpus, ns.free_gpus.astype(np.float64))
-        free_dev = np.bincount(nd.dev, weights=free, minlength=self.n_dev)
-        limit = sim.options.max_preemptions
-        observe_nb(sim.now, self._win, self._n_win, self._rwin, self._n_rwin, self.run_window, sim.queue,
-                   sim.n_queue, sim.n_running, sim.next_arrival, sim.n_done, sim.n_jobs,
-                   jb.arrival, jb.workers, self._max_workers, js.remaining, jb.tput,
-                   sim.options.scaling_exponent, jb.job_class, jb.deadline, js.first_start,
-                   free_dev, self._cap_dev, float(self._cap_dev.max()), js.n_preempt,
-                   float(limit if limit is not None else 1), self._obs)
-        return self._obs.astype(np.float32)
-
     def _info(self, terms: dict[str, float]) -> dict[str, Any]:
         sim = self.sim
-        return {"action_mask": self._mask.copy(), "reward_terms": dict(terms), "time": sim.now,
-                "queued": sim.n_queue, "running": sim.n_running, "done": sim.n_done}
+        ctr = sim.ctr
+        return {"action_mask": self._mask.copy(), "reward_terms": terms, "time": float(sim.acc[0]),
+                "queued": int(ctr[1]), "running": int(ctr[2]), "done": int(ctr[3])}
 
     # ------------------------------------------------------------------ render
     def render(self) -> str | np.ndarray | None:

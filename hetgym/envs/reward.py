@@ -31,7 +31,12 @@ TERMS = ("jct", "slowdown", "makespan", "energy_cost", "tardiness")
 
 
 class RewardTracker:
-    """Accumulates the reward terms over the events of one step."""
+    """Weights of the named terms and their combination.
+
+    The terms themselves are accumulated inside the fused step kernel
+    (:func:`hetgym.envs.fused.decide_point_nb`) into a ``float64[5]`` array;
+    :meth:`terms` reads them out, with the energy cost of the step.
+    """
 
     def __init__(self, weights: dict[str, float], scale: float) -> None:
         unknown = [k for k in weights if k not in TERMS]
@@ -39,52 +44,36 @@ class RewardTracker:
             raise ValueError(f"unknown reward term(s) {unknown}; expected some of {TERMS}")
         self.weights = dict(weights)
         self.scale = float(scale)
-        self._acc = dict.fromkeys(TERMS, 0.0)
+        self.rew = np.zeros(5)
+        self._energy = 0.0
+        self._price = 0.0
 
     def __repr__(self) -> str:
         return f"RewardTracker(weights={self.weights}, scale={self.scale})"
 
-    def reset(self, sim: "Simulator") -> None:
-        """Start an episode."""
+    def reset(self, sim: "Simulator") -> np.ndarray:
+        """Start an episode; returns 1 / best-device duration per job (for the kernel)."""
         jb = sim.jobs
         with np.errstate(divide="ignore"):
             best = np.min(np.where(jb.tput > 0, jb.work[:, None] / (jb.workers[:, None] * jb.tput),
                                    np.inf), axis=1)
-        self._inv_best = 1.0 / best
-        self._sum_inv = 0.0
+        self.rew[:] = 0.0
         self._energy = sim.energy_j
         self._price = sim.options.energy_price * sim.options.pue / 3.6e6
-        self.begin_step()
+        return 1.0 / best
 
     def begin_step(self) -> None:
-        """Zero the per-step accumulators."""
-        for k in TERMS:
-            self._acc[k] = 0.0
+        """Zero the per-step accumulators (the running sum in [4] is kept)."""
+        self.rew[:4] = 0.0
 
-    def on_advance(self, sim: "Simulator", t0: float, arrived_before: int, done_before: int) -> None:
-        """Account for the interval [t0, sim.now] and the events processed at its end."""
-        dt = sim.now - t0
-        n_sys = arrived_before - done_before
-        acc = self._acc
-        if dt > 0:
-            acc["jct"] -= n_sys * dt / self.scale
-            acc["slowdown"] -= self._sum_inv * dt
-            if n_sys > 0 or arrived_before < sim.n_jobs:
-                acc["makespan"] -= dt / self.scale
-        if sim.next_arrival > arrived_before:
-            self._sum_inv += float(self._inv_best[arrived_before:sim.next_arrival].sum())
-        done = sim.last_done
-        if sim.n_done > done_before and len(done):
-            self._sum_inv -= float(self._inv_best[done].sum())
-            late = np.maximum(0.0, sim.now - sim.jobs.deadline[done])
-            acc["tardiness"] -= float((sim.jobs.weight[done] * late).sum()) / self.scale
-
-    def end_step(self, sim: "Simulator", final: bool) -> dict[str, float]:
+    def terms(self, sim: "Simulator") -> dict[str, float]:
         """Terms of the step that just ended."""
         e = sim.energy_j
-        self._acc["energy_cost"] = -(e - self._energy) * self._price
+        r = self.rew
+        out = {"jct": float(r[0]), "slowdown": float(r[1]), "makespan": float(r[2]),
+               "energy_cost": -(e - self._energy) * self._price, "tardiness": float(r[3])}
         self._energy = e
-        return dict(self._acc)
+        return out
 
     def combine(self, terms: dict[str, float]) -> float:
         """Weighted sum of the terms."""

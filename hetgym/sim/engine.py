@@ -62,7 +62,7 @@ class Simulator:
         self.n_jobs = n
         self.queue = np.empty(n + 1, dtype=np.int64)
         self.running = np.empty(n + 1, dtype=np.int64)
-        self.ctr = np.zeros(6, dtype=np.int64)  # see kernels: arrival ptr, queue, running, done, events
+        self.ctr = np.zeros(7, dtype=np.int64)  # see kernels: arrival ptr, queue, running, done, events, err, segments
         self.acc = np.zeros(4)  # now, energy J, active power W, next round
         self.round_length = round_length
         self.acc[K.ACC_ROUND] = round_length if round_length else math.inf
@@ -73,7 +73,8 @@ class Simulator:
         self.busy = np.zeros(len(self.devices))  # busy GPUs / cores per device type
         self.busy_time = np.zeros(len(self.devices))
         self.decision_points = 0
-        self.segments: list[tuple[int, float, float, int, int]] = []  # job, start, end, device, node
+        self.seg_i = np.zeros((2 * n + 16, 3), dtype=np.int64)  # job, device, first node per run
+        self.seg_f = np.zeros((2 * n + 16, 2))  # start, end per run
         self.stalled = False
         self.last_done = np.empty(0, dtype=np.int64)
         self._wmax = self.js.worker_node.shape[1]
@@ -95,7 +96,13 @@ class Simulator:
             js.worker_node, js.worker_gpu, jb.workers, jb.cpus_need, jb.mem, jb.work, jb.user,
             self.service, nd.dev, ns.free_gpus, ns.free_cpus, ns.free_mem, ns.gpu_owner,
             self.idle_power, nd.gpu_w, nd.core_w, self.busy, self.busy_time, self._buf_done,
-            self._buf_grace)
+            self._buf_grace, js.device, self.seg_i, self.seg_f)
+        self._release_args = (
+            self.options.checkpoint_interval, self.ctr, self.acc, self.queue, self.running,
+            js.status, js.remaining, js.rate, js.finish, js.grace_end, js.run_start, js.exec_time,
+            js.resume_at, js.worker_node, js.worker_gpu, jb.workers, jb.cpus_need, jb.mem, jb.work,
+            nd.dev, ns.free_gpus, ns.free_cpus, ns.free_mem, ns.gpu_owner, nd.gpu_w, nd.core_w,
+            self.busy, js.device, self.seg_i, self.seg_f)
         self._start_args = (
             opts.restart_delay, opts.scaling_exponent, opts.topology_coeff, opts.network_distance,
             self.ctr, self.acc, self.queue, self.running, js.status, js.remaining, js.rate,
@@ -172,6 +179,9 @@ class Simulator:
         next one lies past the horizon (then time moves to the horizon).
         """
         code, n_d, n_g = K.step_nb(*self._step_args)
+        if code == -3:
+            self.grow_segments()
+            code, n_d, n_g = K.step_nb(*self._step_args)
         if code == 1 and not (n_d or n_g):
             self.last_done = self._buf_done[:0]
             if self.check_every_event:
@@ -187,11 +197,6 @@ class Simulator:
         if code == 0:
             return False
         self.last_done = self._buf_done[:n_d]
-        if n_d or n_g:
-            t = self.now
-            for j in self._buf_done[:n_d].tolist() + self._buf_grace[:n_g].tolist():
-                self.segments.append((j, float(js.run_start[j]), t, int(js.device[j]),
-                                      int(js.worker_node[j, 0])))
         if self.check_every_event:
             self.check_capacity()
         return True
@@ -255,19 +260,19 @@ class Simulator:
             dev = self.device_index(device)
             if jb.tput[job, dev] <= 0:
                 raise SchedulingError(f"Start: job {job} cannot run on {self.devices[dev]} (tput 0)")
-            ok = K.place_nb(dev, bool(nd.dev_is_cpu[dev]), w, jb.cpus_need[job, dev], jb.mem[job],
-                            self.policy, nd.dev, nd.gpus, nd.dist, ns.free_gpus, ns.free_cpus,
-                            ns.free_mem, ns.gpu_owner, self._out_node, self._out_gpu)
-            if not ok:
+            code = K.place_start_nb(job, dev, self.policy, jb.workers, self._out_node,
+                                    self._out_gpu, *self._start_args)
+            if code == 9:
                 raise SchedulingError(
                     f"Start: job {job} ({w} workers, {jb.cpus_need[job, dev]} cores, "
                     f"{jb.mem[job]} GB each) does not fit on free {self.devices[dev]} capacity"
                 )
-            nodes, gpus = self._out_node, self._out_gpu
-        else:
-            if len(placement) != w:
-                raise SchedulingError(f"Start: job {job} has {w} workers, placement has {len(placement)}")
-            nodes, gpus = placement.nodes, placement.gpus
+            if code:
+                raise SchedulingError(f"Start: job {job} could not start: {self._REASONS[code]}")
+            return
+        if len(placement) != w:
+            raise SchedulingError(f"Start: job {job} has {w} workers, placement has {len(placement)}")
+        nodes, gpus = placement.nodes, placement.gpus
         code = K.start_nb(job, w, nodes, gpus, *self._start_args)
         if code:
             raise SchedulingError(f"Start: placement of job {job} is invalid: {self._REASONS[code]}")
@@ -290,15 +295,29 @@ class Simulator:
             js.status[job] = GRACE
             js.grace_end[job] = self.now + gp
         else:
-            self.segments.append((job, float(js.run_start[job]), self.now, int(js.device[job]),
-                                  int(js.worker_node[job, 0])))
-            jb, nd, ns = self.jobs, self.nodes, self.ns
-            K.release_nb(job, True, True, self.options.checkpoint_interval, self.ctr, self.acc,
-                         self.queue, self.running, js.status, js.remaining, js.rate, js.finish,
-                         js.grace_end, js.run_start, js.exec_time, js.resume_at, js.worker_node,
-                         js.worker_gpu, jb.workers, jb.cpus_need, jb.mem, jb.work, nd.dev,
-                         ns.free_gpus, ns.free_cpus, ns.free_mem, ns.gpu_owner, nd.gpu_w,
-                         nd.core_w, self.busy)
+            if self.ctr[K.CTR_SEG] + 1 > self.seg_i.shape[0]:
+                self.grow_segments()
+            K.release_nb(job, True, True, *self._release_args)
+
+    def grow_segments(self) -> None:
+        """Double the segment log (called when a kernel reports it full)."""
+        k = self.seg_i.shape[0]
+        need = max(2 * k, int(self.ctr[K.CTR_SEG]) + self.n_running + 16)
+        seg_i = np.zeros((need, 3), dtype=np.int64)
+        seg_f = np.zeros((need, 2))
+        seg_i[:k] = self.seg_i
+        seg_f[:k] = self.seg_f
+        self.seg_i, self.seg_f = seg_i, seg_f
+        self._step_args = self._step_args[:-2] + (seg_i, seg_f)
+        self._release_args = self._release_args[:-2] + (seg_i, seg_f)
+
+    @property
+    def segments(self) -> list[tuple[int, float, float, int, int]]:
+        """Finished runs as ``(job, start, end, device index, first node)``."""
+        k = int(self.ctr[K.CTR_SEG])
+        si, sf = self.seg_i[:k], self.seg_f[:k]
+        return list(zip(si[:, 0].tolist(), sf[:, 0].tolist(), sf[:, 1].tolist(),
+                        si[:, 1].tolist(), si[:, 2].tolist()))
 
     # ------------------------------------------------------------ invariants
     def check_capacity(self) -> None:

@@ -348,9 +348,12 @@ def mask_nb(window, n_win, n_dev, dev_is_cpu, workers, tput, cpus_need, mem, nod
 
 
 # ---------------------------------------------------------------- fused paths
-# ctr (int64[6]):  0 next_arrival, 1 n_queue, 2 n_running, 3 n_done, 4 events, 5 error job
+# ctr (int64[7]):  0 next_arrival, 1 n_queue, 2 n_running, 3 n_done, 4 events, 5 error job,
+#                  6 segments logged
 # acc (float64[4]): 0 now, 1 energy_j, 2 active power (W), 3 next round (inf if none)
-CTR_ARR, CTR_Q, CTR_RUN, CTR_DONE, CTR_EV, CTR_ERR = 0, 1, 2, 3, 4, 5
+# seg_i (int64[S, 3]): job, device index (-2 mixed), first node of each finished run
+# seg_f (float64[S, 2]): start, end of each finished run
+CTR_ARR, CTR_Q, CTR_RUN, CTR_DONE, CTR_EV, CTR_ERR, CTR_SEG = 0, 1, 2, 3, 4, 5, 6
 ACC_NOW, ACC_ENERGY, ACC_POWER, ACC_ROUND = 0, 1, 2, 3
 
 
@@ -372,7 +375,7 @@ def power_busy_nb(job, w, nodes, gpus, sign, cpus_need_row, node_dev, gpu_w, cor
 def release_nb(job, to_queue, lose_progress, ckpt, ctr, acc, queue, running, status, remaining,
                rate, finish, grace_end, run_start, exec_time, resume_at, worker_node,
                worker_gpu, workers, cpus_need, mem, work, node_dev, free_gpus, free_cpus,
-               free_mem, gpu_owner, gpu_w, core_w, busy):
+               free_mem, gpu_owner, gpu_w, core_w, busy, device, seg_i, seg_f):
     """Give back a running job's resources; to the queue head (suspend) or nowhere (done).
 
     With ``lose_progress`` and ``ckpt > 0``, the progress made since the last
@@ -391,6 +394,13 @@ def release_nb(job, to_queue, lose_progress, ckpt, ctr, acc, queue, running, sta
              free_mem, gpu_owner)
     power_busy_nb(job, w, nodes, gpus, -1, cpus_need[job], node_dev, gpu_w, core_w, busy, acc)
     exec_time[job] += now - run_start[job]
+    k = ctr[6]
+    seg_i[k, 0] = job
+    seg_i[k, 1] = device[job]
+    seg_i[k, 2] = worker_node[job, 0]
+    seg_f[k, 0] = run_start[job]
+    seg_f[k, 1] = now
+    ctr[6] = k + 1
     rate[job] = 0.0
     finish[job] = np.inf
     grace_end[job] = np.inf
@@ -405,17 +415,20 @@ def step_nb(horizon, round_len, ckpt, ctr, acc, queue, running, arrival, status,
             rate, finish, grace_end, run_start, exec_time, end, resume_at, worker_node,
             worker_gpu, workers, cpus_need, mem, work, user, service, node_dev, free_gpus,
             free_cpus, free_mem, gpu_owner, idle_power, gpu_w, core_w, busy, busy_time,
-            out_done, out_grace):
+            out_done, out_grace, device, seg_i, seg_f):
     """Jump to the next event time and process every event there.
 
     Order at one instant: completions, grace ends (suspend, progress kept),
     arrivals, round boundary. Returns ``(code, n_done, n_grace)``: code 1 =
     moved, 0 = no event within the horizon (time moved to the horizon if it
     is finite and later), -1 = a job completed with work left (its index in
-    ``ctr[5]``), -2 = time would go back.
+    ``ctr[5]``), -2 = time would go back, -3 = the segment log is full (nothing
+    done; grow it and call again).
     """
     n_jobs = arrival.shape[0]
     now = acc[0]
+    if ctr[6] + ctr[2] + 1 > seg_i.shape[0]:
+        return -3, 0, 0
     t = np.inf
     if ctr[0] < n_jobs:
         t = arrival[ctr[0]]
@@ -471,7 +484,7 @@ def step_nb(horizon, round_len, ckpt, ctr, acc, queue, running, arrival, status,
         release_nb(j, False, False, ckpt, ctr, acc, queue, running, status, remaining, rate,
                    finish, grace_end, run_start, exec_time, resume_at, worker_node, worker_gpu,
                    workers, cpus_need, mem, work, node_dev, free_gpus, free_cpus, free_mem,
-                   gpu_owner, gpu_w, core_w, busy)
+                   gpu_owner, gpu_w, core_w, busy, device, seg_i, seg_f)
         status[j] = 4
         end[j] = t
         ctr[3] += 1
@@ -480,7 +493,7 @@ def step_nb(horizon, round_len, ckpt, ctr, acc, queue, running, arrival, status,
         release_nb(j, True, False, ckpt, ctr, acc, queue, running, status, remaining, rate,
                    finish, grace_end, run_start, exec_time, resume_at, worker_node, worker_gpu,
                    workers, cpus_need, mem, work, node_dev, free_gpus, free_cpus, free_mem,
-                   gpu_owner, gpu_w, core_w, busy)
+                   gpu_owner, gpu_w, core_w, busy, device, seg_i, seg_f)
     while ctr[0] < n_jobs and arrival[ctr[0]] <= t:
         j = ctr[0]
         status[j] = 1
@@ -586,3 +599,27 @@ def admit_nb(order, pref, blocking, policy, workers, cpus_need, mem, node_dev, d
         if not placed and blocking:
             break
     return ns
+
+
+@njit(cache=True)
+def place_start_nb(job, dev, policy, workers, out_node, out_gpu, restart_delay,
+                   scaling_exponent, topology_coeff, network_distance, ctr, acc, queue, running,
+                   status, remaining, rate, finish, run_start, first_start, resume_at, n_restart,
+                   device, worker_node, worker_gpu, tput, cpus_need, mem, comm, node_dev,
+                   dev_is_cpu, node_gpus, node_dist, free_gpus, free_cpus, free_mem, gpu_owner,
+                   gpu_w, core_w, busy):
+    """Place a queued job on device ``dev`` with the default policy and start it.
+
+    Returns 0, 9 if it does not fit, or an error code of :func:`start_nb`.
+    """
+    w = workers[job]
+    ok = place_nb(dev, dev_is_cpu[dev], w, cpus_need[job, dev], mem[job], policy, node_dev,
+                  node_gpus, node_dist, free_gpus, free_cpus, free_mem, gpu_owner, out_node,
+                  out_gpu)
+    if not ok:
+        return 9
+    return start_nb(job, w, out_node, out_gpu, restart_delay, scaling_exponent, topology_coeff,
+                    network_distance, ctr, acc, queue, running, status, remaining, rate, finish,
+                    run_start, first_start, resume_at, n_restart, device, worker_node,
+                    worker_gpu, tput, cpus_need, mem, comm, node_dev, dev_is_cpu, node_gpus,
+                    node_dist, free_gpus, free_cpus, free_mem, gpu_owner, gpu_w, core_w, busy)

@@ -78,8 +78,22 @@ class NodeState(NamedTuple):
     gpu_owner: np.ndarray  # int64[N, G], -1 free
 
 
+_NODE_CACHE: dict[int, tuple[Scenario, NodeArrays]] = {}
+
+
 def build_nodes(scenario: Scenario) -> NodeArrays:
-    """Expand node groups into per-node arrays."""
+    """Expand node groups into per-node arrays (cached per scenario object; read-only use)."""
+    hit = _NODE_CACHE.get(id(scenario))
+    if hit is not None and hit[0] is scenario:
+        return hit[1]
+    nodes = _build_nodes(scenario)
+    if len(_NODE_CACHE) > 8:
+        _NODE_CACHE.clear()
+    _NODE_CACHE[id(scenario)] = (scenario, nodes)
+    return nodes
+
+
+def _build_nodes(scenario: Scenario) -> NodeArrays:
     devices = scenario.device_types
     spec_nodes = [(s, i) for s in scenario.cluster.nodes for i in range(s.count)]
     n = len(spec_nodes)
