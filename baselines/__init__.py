@@ -42,7 +42,7 @@ def make(name: str, **params: Any) -> Any:
 
 register("fifo", FIFO)
 register("sjf", SJF)
-register("srpt", SRPT)
+register("srpt", SRPT.make)
 
 
 def _register_optional() -> None:

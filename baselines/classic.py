@@ -15,6 +15,7 @@ from baselines.parts import (
     ArrivalOrder,
     DeviceChoice,
     FastestFirst,
+    FastestOnly,
     GreedyAdmission,
     Ordering,
     ShortestFirst,
@@ -50,19 +51,34 @@ class PolicyScheduler:
         return list(self.admission.admit(view, self.ordering.order(view, q), self.devices))
 
 
-def FIFO(blocking: bool = True) -> PolicyScheduler:
+def device_choice(name: str) -> DeviceChoice:
+    """Device-choice part by name: ``"fastest_free"`` (fastest type with room, the
+    default) or ``"fastest"`` (wait for the job's fastest type)."""
+    choices = {"fastest_free": FastestFirst, "fastest": FastestOnly}
+    if name not in choices:
+        raise ValueError(f"device must be one of {sorted(choices)}, got {name!r}")
+    return choices[name]()
+
+
+def FIFO(blocking: bool = True, device: str = "fastest_free") -> PolicyScheduler:
     """First in, first out; the head job takes its fastest device type with room.
 
     Args:
         blocking: Strict FIFO (the head blocks the queue) when True; FIFO with
             backfilling when False.
+        device: ``"fastest_free"`` or ``"fastest"`` (see :func:`device_choice`).
     """
-    return PolicyScheduler(ArrivalOrder(), FastestFirst(), GreedyAdmission(blocking=blocking))
+    return PolicyScheduler(ArrivalOrder(), device_choice(device), GreedyAdmission(blocking=blocking))
 
 
-def SJF(blocking: bool = False) -> PolicyScheduler:
-    """Shortest job first by best-device duration, non-preemptive, backfilling."""
-    return PolicyScheduler(ShortestFirst(), FastestFirst(), GreedyAdmission(blocking=blocking))
+def SJF(blocking: bool = False, device: str = "fastest_free") -> PolicyScheduler:
+    """Shortest job first by best-device duration, non-preemptive, backfilling.
+
+    Args:
+        blocking: Stop at the first job that does not fit (default: backfill).
+        device: ``"fastest_free"`` or ``"fastest"`` (see :func:`device_choice`).
+    """
+    return PolicyScheduler(ShortestFirst(), device_choice(device), GreedyAdmission(blocking=blocking))
 
 
 @dataclass
@@ -73,7 +89,10 @@ class SRPT:
     time on their fastest device type. Walking that ranking on the capacity of
     the whole cluster, a running job keeps its placement if it is still free,
     a waiting job takes a placement (fastest device with room); running jobs
-    left out are preempted. Jobs in a grace period, or at the preemption limit,
+    left out are preempted. With the default device choice (fastest type with room)
+    a job may be moved to a much slower type, so this SRPT is no lower bound on a
+    hybrid cluster; ``SRPT(devices=FastestOnly())`` (``make("srpt",
+    device="fastest")``) waits for the fastest type. Jobs in a grace period, or at the preemption limit,
     keep their resources and are never preempted. A waiting job only starts if
     it fits in what is free once the preempted jobs without grace period have
     left; others start at a later decision point.
@@ -81,6 +100,11 @@ class SRPT:
 
     devices: DeviceChoice = field(default_factory=FastestFirst)
     round_length: float | None = None
+
+    @classmethod
+    def make(cls, device: str = "fastest_free") -> "SRPT":
+        """Factory for the registry: ``device`` as in :func:`device_choice`."""
+        return cls(devices=device_choice(device))
 
     def reset(self, view: View) -> None:
         """Nothing to reset."""

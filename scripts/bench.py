@@ -76,9 +76,8 @@ def bench_env(n_steps: int, seed: int = 0) -> dict[str, float]:
     episodes = 0
     t = time.perf_counter()
     for _ in range(n_steps):
-        mask = env.action_masks()
-        a = int(rng.choice(np.flatnonzero(mask)))
-        _, _, term, trunc, _ = env.step(a)
+        idx = np.flatnonzero(env.action_masks())
+        _, _, term, trunc, _ = env.step(int(idx[rng.integers(len(idx))]))
         if term or trunc:
             episodes += 1
             env.reset()

@@ -21,9 +21,9 @@ import numpy as np
 from numba import njit
 
 from hetgym.envs.features import observe_nb
-from hetgym.sim.kernels import mask_nb, step_nb
+from hetgym.sim.kernels import mask_nb, place_start_nb, step_nb
 
-__all__ = ["decide_point_nb", "update_mask_nb"]
+__all__ = ["decide_point_nb", "update_mask_nb", "start_and_decide_nb"]
 
 
 @njit(cache=True)
@@ -149,3 +149,27 @@ def decide_point_nb(force, step_args, env_args):
         if ctr[3] == n_jobs or feasible:
             _observe(step_args, env_args)
             return 1
+
+
+@njit(cache=True)
+def start_and_decide_nb(job, dev, policy, out_node, out_gpu, start_args, step_args, env_args):
+    """Start ``job`` on ``dev`` (default placement), then :func:`decide_point_nb` (not forced).
+
+    Returns ``100 + code`` if the start fails (codes of
+    :func:`~hetgym.sim.kernels.place_start_nb`), else the code of ``decide_point_nb``.
+    """
+    (restart_delay, scaling_exponent, topology_coeff, network_distance, ctr, acc, queue,
+     running, status, remaining, rate, finish, run_start, first_start, resume_at, n_restart,
+     device, worker_node, worker_gpu, tput, cpus_need, mem, comm, node_dev, dev_is_cpu,
+     node_gpus, node_dist, free_gpus, free_cpus, free_mem, gpu_owner, gpu_w, core_w,
+     busy) = start_args
+    workers = step_args[19]
+    code = place_start_nb(job, dev, policy, workers, out_node, out_gpu, restart_delay,
+                          scaling_exponent, topology_coeff, network_distance, ctr, acc, queue,
+                          running, status, remaining, rate, finish, run_start, first_start,
+                          resume_at, n_restart, device, worker_node, worker_gpu, tput, cpus_need,
+                          mem, comm, node_dev, dev_is_cpu, node_gpus, node_dist, free_gpus,
+                          free_cpus, free_mem, gpu_owner, gpu_w, core_w, busy)
+    if code != 0:
+        return 100 + code
+    return decide_point_nb(False, step_args, env_args)

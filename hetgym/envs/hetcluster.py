@@ -11,7 +11,7 @@ from gymnasium import spaces
 from hetgym import scenarios as _scenarios
 from hetgym.decisions import SchedulingError
 from hetgym.envs.features import obs_size
-from hetgym.envs.fused import decide_point_nb
+from hetgym.envs.fused import decide_point_nb, start_and_decide_nb
 from hetgym.envs.reward import RewardTracker
 from hetgym.metrics import summarize
 from hetgym.sim.engine import InvariantError, Simulator
@@ -169,8 +169,13 @@ class HetClusterEnv(gym.Env):
             self._advance_until_decision(force=True)
         elif a < self.n_start_actions:
             k, c = divmod(a, self.n_dev)
-            sim.start(int(self._win[k]), c)
-            self._advance_until_decision(force=False)
+            code = start_and_decide_nb(int(self._win[k]), c, sim.policy, sim._out_node,
+                                       sim._out_gpu, sim._start_args, sim._step_args,
+                                       self._env_args)
+            if code >= 100:
+                raise SchedulingError(f"action {a}: job {int(self._win[k])} could not start "
+                                      f"on {self.devices[c]} (code {code - 100})")
+            self._after_decide(code)
         else:
             sim.preempt(int(self._rwin[a - self.n_start_actions]))
             self._advance_until_decision(force=False)
@@ -197,7 +202,10 @@ class HetClusterEnv(gym.Env):
         """
         sim = self.sim
         assert sim is not None
-        code = decide_point_nb(force, sim._step_args, self._env_args)
+        self._after_decide(decide_point_nb(force, sim._step_args, self._env_args))
+
+    def _after_decide(self, code: int) -> None:
+        sim = self.sim
         while code == -3:  # segment log full: grow it and go on
             sim.grow_segments()
             code = decide_point_nb(True, sim._step_args, self._env_args)

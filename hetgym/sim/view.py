@@ -205,6 +205,10 @@ class View:
         """Per-job preemption limit of the scenario."""
         return self.options.max_preemptions
 
+    def expected_finish(self, job: int) -> float:
+        """Projected completion time of a running job (restart delay included; inf if not running)."""
+        return float(self._sim.js.finish[job])
+
     def in_grace(self, job: int) -> bool:
         """Whether ``job`` was preempted and is in its grace period."""
         return int(self._sim.js.status[job]) == 3
