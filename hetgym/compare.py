@@ -76,16 +76,27 @@ def aggregate(runs: pd.DataFrame, metrics: Sequence[str] = DEFAULT_METRICS) -> p
     return out
 
 
-def format_table(agg: pd.DataFrame, metrics: Sequence[str] = DEFAULT_METRICS) -> str:
-    """Markdown table 'mean +- std' per scheduler and metric."""
+HOURS = ("avg_jct", "p50_jct", "p95_jct", "p99_jct", "avg_wait", "makespan")
+
+
+def format_table(agg: pd.DataFrame, metrics: Sequence[str] = DEFAULT_METRICS,
+                 hours: bool = False) -> str:
+    """Markdown table 'mean +- std' per scheduler and metric.
+
+    With ``hours``, the time metrics (``HOURS``) are shown in hours (column
+    names get ``_h``); everything else in its own unit.
+    """
     metrics = [m for m in metrics if f"{m}_mean" in agg.columns]
-    head = "| scheduler | runs | " + " | ".join(metrics) + " |"
+    names = [f"{m}_h" if hours and m in HOURS else m for m in metrics]
+    head = "| scheduler | runs | " + " | ".join(names) + " |"
     sep = "|---|---:|" + "---:|" * len(metrics)
     lines = [head, sep]
     for name, row in agg.iterrows():
         cells = []
         for m in metrics:
             mu, sd = row[f"{m}_mean"], row[f"{m}_std"]
+            if hours and m in HOURS:
+                mu, sd = mu / 3600.0, sd / 3600.0
             fmt = "{:.3g}" if abs(mu) < 10 else "{:.0f}"
             cells.append(fmt.format(mu) + (" ± " + fmt.format(sd) if sd > 0 else ""))
         lines.append(f"| {name} | {int(row['runs'])} | " + " | ".join(cells) + " |")
@@ -116,8 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_atomic_csv(runs, a.out)
     agg = aggregate(runs).sort_values("avg_jct_mean")
     print(f"scenario {a.scenario}, seeds {a.seeds}: mean ± std over seeds "
-          "(times in s, energy in kWh)")
-    print(format_table(agg))
+          "(_h: hours; energy in kWh; decision time in ms)")
+    print(format_table(agg, hours=True))
     return 0
 
 
