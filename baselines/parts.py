@@ -30,6 +30,7 @@ __all__ = [
     "FastestFirst",
     "FastestOnly",
     "GreedyAdmission",
+    "can_hold",
 ]
 
 
@@ -82,12 +83,33 @@ class FastestFirst:
         return [int(c) for c in order if t[c] > 0]
 
 
+def can_hold(view: View, job: int, dev: int) -> bool:
+    """Whether the nodes of type ``dev``, all free, could hold the job's whole gang."""
+    nodes = np.asarray(view.node_device) == dev
+    if not nodes.any():
+        return False
+    per = np.full(int(nodes.sum()), 1 << 30, dtype=np.int64)
+    if not view.dev_is_cpu[dev]:
+        per = np.minimum(per, np.asarray(view.node_gpus)[nodes])
+    c = float(view.cpus_need[job, dev])
+    m = float(view.mem[job])
+    if c > 0:
+        per = np.minimum(per, np.floor(np.asarray(view.node_cpus)[nodes] / c + 1e-9).astype(np.int64))
+    if m > 0:
+        per = np.minimum(per, np.floor(np.asarray(view.node_mem)[nodes] / m + 1e-9).astype(np.int64))
+    return int(per.sum()) >= int(view.workers[job])
+
+
 @dataclass(frozen=True)
 class FastestOnly:
-    """Only the job's fastest device type (it waits for it)."""
+    """Only the job's fastest device type that can ever hold its gang (it waits for it)."""
 
     def candidates(self, view: View, job: int) -> list[int]:
-        return [int(np.argmax(view.tput[job]))]
+        t = view.tput[job]
+        for c in np.argsort(-t, kind="stable").tolist():
+            if t[c] > 0 and can_hold(view, job, c):
+                return [int(c)]
+        return []
 
 
 @dataclass(frozen=True)

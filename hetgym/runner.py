@@ -22,6 +22,9 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
     ``decide(view)`` is called once and its decisions are applied in order.
     Instants at which no job waits are not decision points unless the scheduler
     sets ``call_when_queue_empty = True`` or asks for rounds (``round_length``).
+    A run ends ``stalled`` when jobs wait and no event can change that (with
+    rounds: a round boundary at which nothing runs, nothing is left to arrive and
+    the scheduler decides nothing).
     Invariants (DESIGN.md) are checked at the end of every run, and after
     every event when ``check_every_event`` is set.
 
@@ -51,7 +54,10 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
     done_seen = 0
     every_event = bool(getattr(scheduler, "call_when_queue_empty", False) or round_length)
     ctr = sim.ctr
-    while sim.advance():
+    while True:
+        next_round = float(sim.acc[3])
+        if not sim.advance():
+            break
         if not every_event and ctr[1] == 0:
             continue  # nothing waits: no decision to make (see Scheduler protocol)
         a = perf()
@@ -60,6 +66,9 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
         sim.decision_points += 1
         if decisions:
             sim.apply(decisions)
+        elif (round_length and sim.now >= next_round and ctr[2] == 0
+              and ctr[0] == sim.n_jobs):
+            break  # a round with an idle cluster changed nothing: every later one would too
         if bar is not None and sim.n_done != done_seen:
             bar.update(sim.n_done - done_seen)
             done_seen = sim.n_done

@@ -677,6 +677,10 @@ class RefView:
     def in_grace(self, job: int) -> bool:
         return self._sim.jobs[int(job)].status == GRACE
 
+    def expected_finish(self, job: int) -> float:
+        """Projected completion of a running job (restart delay included); inf otherwise."""
+        return float(self._sim.jobs[int(job)].finish)
+
     def capacity(self, policy: int | None = None) -> RefCapacity:
         return RefCapacity(self._sim, policy)
 
@@ -715,6 +719,8 @@ class RefResult:
         decision_points: Number of ``decide`` calls.
         service: Per-user worker-seconds held.
         segments: ``(job, start, end, device index)`` of each finished run.
+        stalled: Jobs were left unfinished with no event that could start them
+            (before the horizon).
     """
 
     jobs: pd.DataFrame
@@ -725,6 +731,7 @@ class RefResult:
     events: int
     service: list[float]
     segments: list[tuple[int, float, float, int]]
+    stalled: bool = False
 
 
 def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -> RefResult:
@@ -762,4 +769,6 @@ def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -
     })
     return RefResult(jobs=jobs, energy_kwh=sim.energy_j / 3.6e6, busy_time=dict(sim.busy_time),
                      now=sim.now, decision_points=sim.decision_points, events=sim.events,
-                     service=list(sim.service), segments=list(sim.segments))
+                     service=list(sim.service), segments=list(sim.segments),
+                     stalled=not all(j.status == DONE for j in sim.jobs)
+                     and sim.now < sim.options.horizon)

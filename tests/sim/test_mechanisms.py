@@ -455,10 +455,12 @@ def _random_preemptor():
     return RandomScheduler(p_start=0.5, p_preempt=0.3, p_mixed=0.5, call_when_queue_empty=True)
 
 
-def test_same_seed_same_run(busy_scenario: Scenario) -> None:
-    a = hetgym.simulate(busy_scenario, _random_preemptor(), seed=7)
-    b = hetgym.simulate(busy_scenario, _random_preemptor(), seed=7)
-    c = hetgym.simulate(busy_scenario, _random_preemptor(), seed=8)
+def test_same_seed_same_run() -> None:
+    sc = hetgym.scenarios.get("synthetic-hybrid", n_jobs=25, nodes=4, gpus_per_node=4,
+                              rate=1 / 30.0, mean_duration=600.0, seed=5, checkpoint_interval=60.0)
+    a = hetgym.simulate(sc, _random_preemptor(), seed=7)
+    b = hetgym.simulate(sc, _random_preemptor(), seed=7)
+    c = hetgym.simulate(sc, _random_preemptor(), seed=8)
     cols = ["start", "end", "device", "preemptions", "restarts"]
     pd.testing.assert_frame_equal(a.jobs[cols], b.jobs[cols])
     assert a.segments == b.segments and a.metrics["energy_kwh"] == b.metrics["energy_kwh"]
@@ -487,3 +489,70 @@ def test_check_capacity_catches_corruption(corrupt) -> None:
     corrupt(sim)
     with pytest.raises(InvariantError):
         sim.check_capacity()
+
+
+# ------------------------------------------------- found bugs (fail until fixed)
+class _Timeout(Exception):
+    pass
+
+
+def _with_alarm(seconds: int, fn):
+    import signal
+
+    def handler(signum, frame):
+        raise _Timeout(f"still running after {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, handler)
+    signal.alarm(seconds)
+    try:
+        return fn()
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _gang_too_big_for_fastest() -> Scenario:
+    # 2-worker job, fastest on V100 (4 it/s) but there is only one V100; two K80s hold it
+    nodes = [V100, NodeSpec(name="k", gpu_type="K80", gpus=2, cpus=8, mem_gb=64)]
+    return make(nodes, [dict(workers=2, tput_v100=4.0, tput_k80=1.0)])
+
+
+def test_stalled_queue_with_rounds_ends() -> None:
+    """BUG (hetgym/sim/kernels.py ``step_nb`` / hetgym/runner.py): with a round length,
+    a round boundary is an event whenever a job waits, even when nothing runs and no job
+    is left to arrive. A scheduler that leaves a job waiting on an idle cluster then gets
+    a decision point every round forever and ``simulate`` never returns (with
+    ``horizon=inf``); without rounds the same run ends and reports ``stalled``.
+    Proposed fix: count the next round as an event only while a job holds resources or
+    a job is still to arrive (or stop after a round at which nothing changed)."""
+    sc = _gang_too_big_for_fastest()
+
+    class Never:
+        """Leaves every job waiting."""
+
+        round_length = None
+
+        def reset(self, view):
+            pass
+
+        def decide(self, view):
+            return []
+
+    sched = Never()
+    assert hetgym.simulate(sc, sched).stalled  # no rounds: ends, stalled
+    sched.round_length = 40.0
+    try:
+        res = _with_alarm(2, lambda: hetgym.simulate(sc, sched))
+    except _Timeout:
+        pytest.fail("simulate() with round_length did not return on a stalled queue")
+    assert res.stalled
+
+
+def test_fastest_only_waits_for_a_type_that_can_hold_the_gang() -> None:
+    """BUG (baselines/parts.py ``FastestOnly.candidates``): it returns ``argmax(tput)``
+    even when the cluster's nodes of that type can never hold the job's gang, so
+    ``make("fifo"/"sjf"/"srpt", device="fastest")`` leaves such a job waiting forever
+    (run reported stalled, job unfinished). Proposed fix: the fastest type whose total
+    capacity (``Workload.check_cluster``'s rule) holds the gang."""
+    res = hetgym.simulate(_gang_too_big_for_fastest(), baselines.make("fifo", device="fastest"))
+    assert res.jobs["finished"].all(), "the job never started"

@@ -163,10 +163,10 @@ def test_bad_options_and_nodes() -> None:
 
 
 def test_fit_check_uses_the_same_rounding_as_placement() -> None:
-    """BUG (hetgym/workload.py, Workload.check_cluster): 2.4 GB / 0.8 GB is
+    """Regression (was a bug in ``Workload.check_cluster``): 2.4 GB / 0.8 GB is
     2.9999999999999996 in floating point, so ``np.floor`` without the tolerance that
-    the placement kernel uses (``slots_on_node_nb``: ``floor(x + 1e-9)``) counts 2
-    workers where 3 fit. A job that the simulator would place is rejected."""
+    the placement kernel uses (``slots_on_node_nb``: ``floor(x + 1e-9)``) counted 2
+    workers where 3 fit, and a job that the simulator places was rejected."""
     node = NodeSpec(name="v", gpu_type="V100", gpus=4, cpus=8, mem_gb=2.4)
     df = table(n=1, workers=3, mem_gb=0.8, tput_cpu=0.0).drop(columns=["tput_cpu"])
     sc = Scenario(cluster=ClusterSpec(nodes=[node]), workload=Workload.from_frame(df))
