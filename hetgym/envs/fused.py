@@ -152,18 +152,25 @@ def decide_point_nb(force, step_args, env_args):
 
 
 @njit(cache=True)
-def start_and_decide_nb(job, dev, policy, out_node, out_gpu, start_args, step_args, env_args):
+def start_and_decide_nb(job, dev, policy, out_node, out_gpu, extra, step_args, env_args):
     """Start ``job`` on ``dev`` (default placement), then :func:`decide_point_nb` (not forced).
 
+    ``extra`` = ``(restart_delay, scaling_exponent, topology_coeff, network_distance,
+    n_restart, comm, node_gpus, node_dist)``: what a start needs beyond the two
+    other tuples (kept small: every tuple element costs dispatch time).
     Returns ``100 + code`` if the start fails (codes of
     :func:`~hetgym.sim.kernels.place_start_nb`), else the code of ``decide_point_nb``.
     """
-    (restart_delay, scaling_exponent, topology_coeff, network_distance, ctr, acc, queue,
-     running, status, remaining, rate, finish, run_start, first_start, resume_at, n_restart,
-     device, worker_node, worker_gpu, tput, cpus_need, mem, comm, node_dev, dev_is_cpu,
-     node_gpus, node_dist, free_gpus, free_cpus, free_mem, gpu_owner, gpu_w, core_w,
-     busy) = start_args
-    workers = step_args[19]
+    (horizon, round_len, ckpt, ctr, acc, queue, running, arrival, status, remaining, rate,
+     finish, grace_end, run_start, exec_time, end, resume_at, worker_node, worker_gpu, workers,
+     cpus_need, mem, work, user, service, node_dev, free_gpus, free_cpus, free_mem, gpu_owner,
+     idle_power, gpu_w, core_w, busy, busy_time, out_done, out_grace, device, seg_i,
+     seg_f) = step_args
+    (tput, dev_is_cpu, job_class, n_preempt, deadline, weight, inv_best, scale, limit,
+     run_window, win, rwin, mask2d, mask, nwin, rew, cap_dev, max_cap, max_workers, eff_exp,
+     first_start, free_dev, obs) = env_args
+    (restart_delay, scaling_exponent, topology_coeff, network_distance, n_restart, comm,
+     node_gpus, node_dist) = extra
     code = place_start_nb(job, dev, policy, workers, out_node, out_gpu, restart_delay,
                           scaling_exponent, topology_coeff, network_distance, ctr, acc, queue,
                           running, status, remaining, rate, finish, run_start, first_start,

@@ -148,6 +148,9 @@ class HetClusterEnv(gym.Env):
             self._win, self._rwin, self._mask2d, self._mask, self._nwin, self.reward.rew, cap_dev,
             float(cap_dev.max()), float(jb.workers.max()), sim.options.scaling_exponent,
             js.first_start, np.zeros(self.n_dev), self._obs)
+        o = sim.options
+        self._extra = (o.restart_delay, o.scaling_exponent, o.topology_coeff, o.network_distance,
+                       js.n_restart, jb.comm, sim.nodes.gpus, sim.nodes.dist)
         self.steps = 0
         self._advance_until_decision(force=True)
         return self._obs.copy(), self._info({})
@@ -170,7 +173,7 @@ class HetClusterEnv(gym.Env):
         elif a < self.n_start_actions:
             k, c = divmod(a, self.n_dev)
             code = start_and_decide_nb(int(self._win[k]), c, sim.policy, sim._out_node,
-                                       sim._out_gpu, sim._start_args, sim._step_args,
+                                       sim._out_gpu, self._extra, sim._step_args,
                                        self._env_args)
             if code >= 100:
                 raise SchedulingError(f"action {a}: job {int(self._win[k])} could not start "
