@@ -50,14 +50,23 @@ __all__ = [
 
 
 def slot_cores(view: View) -> float:
-    """Cores of one CPU machine: ``SimOptions.cpu_slot_cores``, else the jobs' median ``cpus``."""
+    """Cores of one CPU machine: ``SimOptions.cpu_slot_cores``, else the median of the
+    jobs' positive ``cpus`` (``inf`` when no job needs cores: memory then decides)."""
     if "cpu" not in view.devices:
         return 1.0
     c = view.devices.index("cpu")
     if view.options.cpu_slot_cores is not None:
         return float(view.options.cpu_slot_cores)
     need = np.asarray(view.cpus_need[:, c])
-    return float(max(np.median(need), 1e-9)) if len(need) else 1.0
+    need = need[need > 0]
+    return float(np.median(need)) if len(need) else float("inf")
+
+
+def slot_mem(view: View) -> float:
+    """Memory of one CPU machine: the median of the jobs' positive ``mem`` (inf if none)."""
+    mem = np.asarray(view.mem)
+    mem = mem[mem > 0]
+    return float(np.median(mem)) if len(mem) else float("inf")
 
 
 def slots_per_device(view: View, free: bool = False, cap: CapacityModel | None = None) -> np.ndarray:
@@ -69,17 +78,29 @@ def slots_per_device(view: View, free: bool = False, cap: CapacityModel | None =
         cap: A scratch capacity copy (used with ``free``).
     """
     s = slot_cores(view)
+    sm = slot_mem(view)
     nd = np.asarray(view.node_device)
     if free:
         gpus = cap.free_gpus if cap is not None else view.free_gpus
         cpus = cap.free_cpus if cap is not None else view.free_cpus
+        mem = cap.free_mem if cap is not None else view.free_mem
     else:
-        gpus, cpus = view.node_gpus, view.node_cpus
+        gpus, cpus, mem = view.node_gpus, view.node_cpus, view.node_mem
     out = np.zeros(len(view.devices), dtype=np.int64)
     for d in range(len(view.devices)):
         m = nd == d
         if view.dev_is_cpu[d]:
-            out[d] = int(np.floor(np.asarray(cpus)[m] / s + 1e-9).sum())
+            n_cpu = np.asarray(cpus, dtype=np.float64)[m]
+            n_mem = np.asarray(mem, dtype=np.float64)[m]
+            if np.isinf(s) and np.isinf(sm):
+                per = np.ones(len(n_cpu))  # jobs need nothing: one machine per node
+            else:
+                per = np.full(len(n_cpu), np.inf)
+                if not np.isinf(s):
+                    per = np.minimum(per, np.floor(n_cpu / s + 1e-9))
+                if not np.isinf(sm):
+                    per = np.minimum(per, np.floor(n_mem / sm + 1e-9))
+            out[d] = int(per.sum())
         else:
             out[d] = int(np.asarray(gpus)[m].sum())
     return out

@@ -21,7 +21,8 @@ import numpy as np
 from numba import njit
 
 from hetgym.envs.features import observe_nb
-from hetgym.sim.kernels import mask_nb, place_start_nb, step_nb
+from hetgym.sim.events import place_start_nb, step_nb
+from hetgym.sim.kernels import mask_nb
 
 __all__ = ["decide_point_nb", "update_mask_nb", "start_and_decide_nb"]
 

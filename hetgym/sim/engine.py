@@ -17,6 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from hetgym.decisions import Decision, Placement, Preempt, SchedulingError, Start, Wait
+from hetgym.sim import events as E
 from hetgym.sim import kernels as K
 from hetgym.sim.codes import JobStatus, PlacementPolicy
 from hetgym.sim.state import build_jobs, build_nodes, new_job_state, new_node_state
@@ -65,7 +66,7 @@ class Simulator:
         self.ctr = np.zeros(7, dtype=np.int64)  # see kernels: arrival ptr, queue, running, done, events, err, segments
         self.acc = np.zeros(4)  # now, energy J, active power W, next round
         self.round_length = round_length
-        self.acc[K.ACC_ROUND] = round_length if round_length else math.inf
+        self.acc[E.ACC_ROUND] = round_length if round_length else math.inf
         self.check_every_event = check_every_event
         self.n_users = int(self.jobs.user.max()) + 1
         self.service = np.zeros(self.n_users)
@@ -118,47 +119,47 @@ class Simulator:
     @property
     def now(self) -> float:
         """Current simulated time (s)."""
-        return float(self.acc[K.ACC_NOW])
+        return float(self.acc[E.ACC_NOW])
 
     @property
     def next_arrival(self) -> int:
         """Index of the next job to arrive (= number of jobs arrived)."""
-        return int(self.ctr[K.CTR_ARR])
+        return int(self.ctr[E.CTR_ARR])
 
     @property
     def n_queue(self) -> int:
         """Number of waiting jobs."""
-        return int(self.ctr[K.CTR_Q])
+        return int(self.ctr[E.CTR_Q])
 
     @property
     def n_running(self) -> int:
         """Number of jobs holding resources."""
-        return int(self.ctr[K.CTR_RUN])
+        return int(self.ctr[E.CTR_RUN])
 
     @property
     def n_done(self) -> int:
         """Number of completed jobs."""
-        return int(self.ctr[K.CTR_DONE])
+        return int(self.ctr[E.CTR_DONE])
 
     @property
     def events(self) -> int:
         """Number of event instants processed."""
-        return int(self.ctr[K.CTR_EV])
+        return int(self.ctr[E.CTR_EV])
 
     @property
     def energy_j(self) -> float:
         """IT energy used so far (J)."""
-        return float(self.acc[K.ACC_ENERGY])
+        return float(self.acc[E.ACC_ENERGY])
 
     @property
     def active_power(self) -> float:
         """Current active power above idle (W)."""
-        return float(self.acc[K.ACC_POWER])
+        return float(self.acc[E.ACC_POWER])
 
     @property
     def finished(self) -> bool:
         """Whether every job has completed."""
-        return self.ctr[K.CTR_DONE] == self.n_jobs
+        return self.ctr[E.CTR_DONE] == self.n_jobs
 
     # ------------------------------------------------------------------ time
     def next_event_time(self) -> float:
@@ -169,7 +170,7 @@ class Simulator:
                                      self.js.finish, self.js.grace_end)
             t = min(t, tf, tg)
         if self.round_length and (self.n_running or self.n_queue):
-            t = min(t, self.acc[K.ACC_ROUND])
+            t = min(t, self.acc[E.ACC_ROUND])
         return float(t)
 
     def advance(self) -> bool:
@@ -178,10 +179,10 @@ class Simulator:
         Returns False (and does nothing) if there is no further event or the
         next one lies past the horizon (then time moves to the horizon).
         """
-        code, n_d, n_g = K.step_nb(*self._step_args)
+        code, n_d, n_g = E.step_nb(*self._step_args)
         if code == -3:
             self.grow_segments()
-            code, n_d, n_g = K.step_nb(*self._step_args)
+            code, n_d, n_g = E.step_nb(*self._step_args)
         if code == 1 and not (n_d or n_g):
             self.last_done = self._buf_done[:0]
             if self.check_every_event:
@@ -189,7 +190,7 @@ class Simulator:
             return True
         js, jb = self.js, self.jobs
         if code == -1:
-            j = int(self.ctr[K.CTR_ERR])
+            j = int(self.ctr[E.CTR_ERR])
             raise InvariantError(f"job {j} completes with {js.remaining[j]} of {jb.work[j]} "
                                  "iterations left")
         if code == -2:
@@ -260,7 +261,7 @@ class Simulator:
             dev = self.device_index(device)
             if jb.tput[job, dev] <= 0:
                 raise SchedulingError(f"Start: job {job} cannot run on {self.devices[dev]} (tput 0)")
-            code = K.place_start_nb(job, dev, self.policy, jb.workers, self._out_node,
+            code = E.place_start_nb(job, dev, self.policy, jb.workers, self._out_node,
                                     self._out_gpu, *self._start_args)
             if code == 9:
                 raise SchedulingError(
@@ -273,7 +274,7 @@ class Simulator:
         if len(placement) != w:
             raise SchedulingError(f"Start: job {job} has {w} workers, placement has {len(placement)}")
         nodes, gpus = placement.nodes, placement.gpus
-        code = K.start_nb(job, w, nodes, gpus, *self._start_args)
+        code = E.start_nb(job, w, nodes, gpus, *self._start_args)
         if code:
             raise SchedulingError(f"Start: placement of job {job} is invalid: {self._REASONS[code]}")
 
@@ -295,14 +296,14 @@ class Simulator:
             js.status[job] = GRACE
             js.grace_end[job] = self.now + gp
         else:
-            if self.ctr[K.CTR_SEG] + 1 > self.seg_i.shape[0]:
+            if self.ctr[E.CTR_SEG] + 1 > self.seg_i.shape[0]:
                 self.grow_segments()
-            K.release_nb(job, True, True, *self._release_args)
+            E.release_nb(job, True, True, *self._release_args)
 
     def grow_segments(self) -> None:
         """Double the segment log (called when a kernel reports it full)."""
         k = self.seg_i.shape[0]
-        need = max(2 * k, int(self.ctr[K.CTR_SEG]) + self.n_running + 16)
+        need = max(2 * k, int(self.ctr[E.CTR_SEG]) + self.n_running + 16)
         seg_i = np.zeros((need, 3), dtype=np.int64)
         seg_f = np.zeros((need, 2))
         seg_i[:k] = self.seg_i
@@ -314,7 +315,7 @@ class Simulator:
     @property
     def segments(self) -> list[tuple[int, float, float, int, int]]:
         """Finished runs as ``(job, start, end, device index, first node)``."""
-        k = int(self.ctr[K.CTR_SEG])
+        k = int(self.ctr[E.CTR_SEG])
         si, sf = self.seg_i[:k], self.seg_f[:k]
         return list(zip(si[:, 0].tolist(), sf[:, 0].tolist(), sf[:, 1].tolist(),
                         si[:, 1].tolist(), si[:, 2].tolist()))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hetgym.decisions import Placement, Start
+from hetgym.sim import events as E
 from hetgym.sim import kernels as K
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -167,7 +168,7 @@ class View:
             s._adm_nodes = np.empty((n, s._wmax), dtype=np.int64)
             s._adm_gpus = np.empty((n, s._wmax), dtype=np.int64)
         jb, nd = s.jobs, s.nodes
-        k = K.admit_nb(order, pref, blocking, cap.policy, jb.workers, jb.cpus_need, jb.mem, nd.dev,
+        k = E.admit_nb(order, pref, blocking, cap.policy, jb.workers, jb.cpus_need, jb.mem, nd.dev,
                        nd.dev_is_cpu, nd.gpus, nd.dist, cap.free_gpus, cap.free_cpus, cap.free_mem,
                        cap.gpu_owner, s._adm_job, s._adm_dev, s._adm_nodes, s._adm_gpus)
         out = []

@@ -556,3 +556,24 @@ def test_fastest_only_waits_for_a_type_that_can_hold_the_gang() -> None:
     capacity (``Workload.check_cluster``'s rule) holds the gang."""
     res = hetgym.simulate(_gang_too_big_for_fastest(), baselines.make("fifo", device="fastest"))
     assert res.jobs["finished"].all(), "the job never started"
+
+
+def test_allox_cpu_machines_with_zero_core_jobs() -> None:
+    """BUG (baselines/allox_parts.py ``slot_cores``/``slots_per_device``): with
+    ``cpu_slot_cores`` unset, the cores of one CPU machine are the jobs' median ``cpus``,
+    floored at 1e-9. Jobs needing 0 cores (valid: ``cpus >= 0``) make a 4-core node count
+    as 4e9 machines, and ``allox``, ``allox+`` and ``jsq+`` then build lists of billions
+    of machines (MemoryError). The simulator itself places such workers by memory
+    (16 GB / 1 GB = 16 per node). Proposed fix: count CPU machines with the simulator's
+    slot rule (``CapacityModel.slots``), or take the median over positive core needs."""
+    from baselines.allox_parts import slots_per_device
+
+    nodes = [NodeSpec(name="k", gpu_type="K80", gpus=1, cpus=4, mem_gb=16),
+             NodeSpec(name="c", gpu_type=None, gpus=0, cpus=4, mem_gb=16)]
+    sc = make(nodes, [dict(tput_k80=1.0, tput_cpu=0.5, cpus=0.0)] * 3)
+    sim = Simulator(sc)
+    sim.advance()
+    c = sim.view.devices.index("cpu")
+    placeable = max(sim.view.capacity().slots(j, c) for j in range(3))
+    assert placeable == 16
+    assert slots_per_device(sim.view)[c] <= placeable
