@@ -1,0 +1,255 @@
+"""Environment helpers shared by training, evaluation and the adapter (no torch here).
+
+* :class:`EnvConfig`: typed keyword arguments of ``HetCluster-v0`` plus the
+  agent-side masking rule ``no_idle_wait``.
+* :func:`policy_mask`: the mask a policy acts under (the env's, optionally
+  without "wait" when waiting would end the episode with jobs left).
+* :func:`bind` / :func:`refresh`: point a :class:`~hetgym.envs.hetcluster.HetClusterEnv`
+  at a simulator it did not create (the one ``hetgym.simulate`` drives), and
+  recompute its mask and observation there, so that the env's own code serves
+  the adapter.
+* :func:`window_rows`, :func:`window_scenario`, :func:`heldout_windows`: the
+  trace windows an episode draws, as stand-alone scenarios that
+  ``hetgym.simulate`` runs for baselines and agents alike.
+
+:func:`resolve_action` maps an action the policy mask forbids (plain PPO
+ignores the mask) to the action carried out, in training and in the adapter.
+
+Why ``no_idle_wait``: ``HetCluster-v0`` truncates an episode when the agent
+waits although no event is left (nothing runs, every job has arrived). The
+truncated return then leaves out the future JCT of the jobs still waiting, so
+waiting for ever looks better than scheduling. With ``no_idle_wait`` the
+policy may not wait in that state when a start is feasible; the env itself is
+unchanged, and the adapter applies the same rule so that env and
+``hetgym.simulate`` agree.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hetgym.specs import Scenario
+from hetgym.workload import Workload
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hetgym.envs.hetcluster import HetClusterEnv
+    from hetgym.sim.engine import Simulator
+
+__all__ = ["EnvConfig", "policy_mask", "resolve_action", "time_feature_index", "rescale_time", "policy_obs",
+           "bind", "refresh", "window_rows", "window_scenario", "heldout_windows"]
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """Keyword arguments of ``HetCluster-v0`` that an agent is trained with.
+
+    Attributes:
+        window: K, pending jobs visible to the agent.
+        n_jobs: Jobs per episode window (None: the whole workload).
+        placement: Placement policy (None: the scenario's).
+        invalid_action: ``"wait"`` or ``"raise"`` for a masked action.
+        preemption: Offer preemption actions.
+        run_window: R, running jobs offered for preemption.
+        reward_scale: Seconds per reward unit.
+        max_steps: Truncation (None: the env's default).
+        no_idle_wait: Forbid "wait" when no event is left and a start is feasible
+            (see the module docstring).
+        time_scale: Re-squash the time features of the observation with this
+            scale in seconds instead of the env's 3600 s (None: leave them);
+            see :func:`rescale_time`.
+    """
+
+    window: int = 16
+    n_jobs: int | None = 64
+    placement: str | None = None
+    invalid_action: str = "wait"
+    preemption: bool = False
+    run_window: int = 8
+    reward_scale: float = 3600.0
+    max_steps: int | None = None
+    no_idle_wait: bool = True
+    time_scale: float | None = None
+
+    def env_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``HetClusterEnv`` (everything but ``no_idle_wait``)."""
+        kw = asdict(self)
+        kw.pop("no_idle_wait")
+        kw.pop("time_scale")
+        return kw
+
+    def make(self, scenario: Scenario | str, **overrides: Any) -> "HetClusterEnv":
+        """A ``HetClusterEnv`` on ``scenario`` with these arguments (and ``overrides``)."""
+        from hetgym.envs.hetcluster import HetClusterEnv
+
+        kw = self.env_kwargs()
+        kw.update(overrides)
+        return HetClusterEnv(scenario=scenario, **kw)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (JSON-serialisable)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "EnvConfig":
+        """Inverse of :meth:`to_dict`; unknown keys are ignored."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def policy_mask(env: "HetClusterEnv", no_idle_wait: bool = True) -> np.ndarray:
+    """Feasible actions for the policy (a copy of the env's mask, see module docstring)."""
+    m = env.action_masks()
+    if no_idle_wait and env.sim is not None and m[: env.wait_action].any() \
+            and env.sim.next_event_time() == math.inf:
+        m[env.wait_action] = False
+    return m
+
+
+def resolve_action(action: int, mask: np.ndarray, wait_action: int) -> int:
+    """The action carried out for a policy's ``action`` under the policy ``mask``.
+
+    An allowed action is kept; otherwise "wait" if it is allowed (the env's own
+    rule for an invalid action), else the first allowed action (``no_idle_wait``
+    forbids waiting). Only policies that ignore the mask (plain PPO) need this.
+    """
+    if mask[action]:
+        return int(action)
+    if mask[wait_action]:
+        return int(wait_action)
+    return int(np.flatnonzero(mask)[0])
+
+
+def time_feature_index(window: int, n_dev: int, run_window: int) -> np.ndarray:
+    """Indices of the observation entries that are ``squash(time, 3600 s)``.
+
+    Per job slot (``6 + C`` entries): wait so far, best duration, and the C
+    per-device durations; per running slot (4 entries): remaining time. The
+    layout is the table of :mod:`hetgym.envs.features`.
+    """
+    f = 6 + n_dev
+    idx = []
+    for k in range(window):
+        b = k * f
+        idx += [b + 1, b + 2, *range(b + 6, b + 6 + n_dev)]
+    b0 = window * f + 3 * n_dev
+    idx += [b0 + r * 4 + 1 for r in range(run_window)]
+    return np.asarray(idx, dtype=np.int64)
+
+
+def rescale_time(obs: np.ndarray, index: np.ndarray, time_scale: float) -> np.ndarray:
+    """Re-squash time features: ``t/(t+3600)`` becomes ``t/(t+time_scale)`` (new array).
+
+    With ``x = t/(t+a)``, ``t/(t+s) = a x / (a x + s (1 - x))``; entries below 0
+    (-1: the job cannot run on that device) are kept. Useful when jobs last
+    days, where the env's 3600 s squash puts every duration near 1.
+    """
+    from hetgym.envs.features import SCALE
+
+    out = np.array(obs, dtype=np.float32, copy=True)
+    x = out[..., index].astype(np.float64)
+    a = float(SCALE)
+    y = np.where(x >= 0, a * x / np.maximum(a * x + time_scale * (1.0 - x), 1e-300), x)
+    out[..., index] = y.astype(np.float32)
+    return out
+
+
+def policy_obs(env: "HetClusterEnv", obs: np.ndarray, time_scale: float | None) -> np.ndarray:
+    """The observation a policy sees (``obs``, time features re-squashed if ``time_scale``)."""
+    if time_scale is None:
+        return obs
+    idx = getattr(env, "_agents_time_index", None)
+    if idx is None:
+        idx = time_feature_index(env.window, env.n_dev, env.run_window)
+        env._agents_time_index = idx  # type: ignore[attr-defined]
+    return rescale_time(obs, idx, time_scale)
+
+
+def bind(env: "HetClusterEnv", sim: "Simulator") -> None:
+    """Make ``env`` read masks and observations from ``sim`` (a foreign simulator).
+
+    After this, :func:`refresh` computes ``env``'s window, action mask and
+    observation for ``sim``'s current state, exactly as an episode on the same
+    jobs would at that state. ``env.step`` must not be used afterwards.
+
+    ``HetClusterEnv`` has no public hook for this yet; this mirrors the lines of
+    ``HetClusterEnv.reset`` that derive the env's arrays from its simulator (both
+    the Python and the fused-Numba versions of the env). A public
+    ``HetClusterEnv.attach(sim)`` / ``refresh()`` pair, when present, is used instead.
+    """
+    if list(sim.devices) != list(env.devices):
+        raise ValueError(f"simulator devices {sim.devices} differ from the env's {env.devices}")
+    if hasattr(env, "attach"):
+        env.attach(sim)  # type: ignore[attr-defined]
+        return
+    env.sim = sim
+    cap_dev = np.asarray([sim.scenario.cluster.capacity(d) for d in env.devices], dtype=np.float64)
+    env.steps = 0
+    env._stuck = False  # noqa: SLF001
+    if hasattr(env, "_update_mask"):  # Python env
+        env._cap_dev = cap_dev  # noqa: SLF001
+        env._node_is_cpu = sim.nodes.dev_is_cpu[sim.nodes.dev]  # noqa: SLF001
+        env._max_workers = float(sim.jobs.workers.max())  # noqa: SLF001
+        return
+    inv_best = env.reward.reset(sim)  # fused env: the argument tuple of its kernels
+    limit = sim.options.max_preemptions
+    jb, js = sim.jobs, sim.js
+    env._nwin = np.zeros(2, dtype=np.int64)  # noqa: SLF001
+    env._env_args = (  # noqa: SLF001
+        jb.tput, sim.nodes.dev_is_cpu, jb.job_class, js.n_preempt, jb.deadline, jb.weight,
+        inv_best, env.reward_scale, -1 if limit is None else int(limit), env.run_window,
+        env._win, env._rwin, env._mask2d, env._mask, env._nwin, env.reward.rew, cap_dev,  # noqa: SLF001
+        float(cap_dev.max()), float(jb.workers.max()), sim.options.scaling_exponent,
+        js.first_start, np.zeros(env.n_dev), env._obs)  # noqa: SLF001
+
+
+def refresh(env: "HetClusterEnv") -> tuple[bool, np.ndarray]:
+    """Recompute ``env``'s window, mask and observation from its (bound) simulator.
+
+    Returns whether a start or preemption is feasible, and the observation (a copy).
+    """
+    if hasattr(env, "refresh"):
+        return env.refresh()  # type: ignore[attr-defined, no-any-return]
+    if hasattr(env, "_update_mask"):  # Python env
+        env._update_mask()  # noqa: SLF001
+        return bool(env._mask[: env.wait_action].any()), env._observe()  # noqa: SLF001
+    from hetgym.envs.fused import _observe, update_mask_nb
+
+    sim = env.sim
+    assert sim is not None
+    feasible = bool(update_mask_nb(sim._step_args, env._env_args))  # noqa: SLF001
+    _observe(sim._step_args, env._env_args)  # noqa: SLF001
+    env._n_win = int(env._nwin[0])  # noqa: SLF001
+    env._n_rwin = int(env._nwin[1])  # noqa: SLF001
+    return feasible, env._obs.astype(np.float32, copy=True)  # noqa: SLF001
+
+
+def window_rows(env: "HetClusterEnv", reset_seed: int) -> np.ndarray:
+    """Workload rows of the window that ``env.reset(seed=reset_seed)`` draws."""
+    env.reset(seed=reset_seed)
+    assert env.sim is not None
+    if env.sim.rows is None:
+        return np.arange(len(env.scenario.workload))
+    return env.sim.rows.copy()
+
+
+def window_scenario(scenario: Scenario, rows: np.ndarray) -> Scenario:
+    """``scenario`` restricted to workload ``rows``, arrivals rebased to start at 0.
+
+    Simulating it is simulating the env episode on those rows (same jobs,
+    same arrival times).
+    """
+    fr = scenario.workload.frame.iloc[np.asarray(rows)].copy()
+    fr["arrival"] = fr["arrival"] - fr["arrival"].iloc[0]
+    wl = Workload.from_frame(fr.reset_index(drop=True), source=f"{scenario.name} window")
+    return scenario.replace(workload=wl, name=f"{scenario.name}[{int(rows[0])}:{int(rows[-1]) + 1}]")
+
+
+def heldout_windows(scenario: Scenario, env_config: EnvConfig, n: int,
+                    reset_seed: int = 0) -> list[Scenario]:
+    """``n`` episode windows of ``scenario`` (env resets with seeds ``reset_seed + i``)."""
+    env = env_config.make(scenario)
+    return [window_scenario(scenario, window_rows(env, reset_seed + i)) for i in range(n)]

@@ -1,0 +1,215 @@
+"""Stable-Baselines3 pieces: typed agent config, vectorised envs, callbacks.
+
+Importing this module does not import torch; :meth:`AgentConfig.build` and
+the helpers that need SB3 import it when called.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+import gymnasium as gym
+import numpy as np
+
+from agents.envtools import EnvConfig, policy_mask, policy_obs, resolve_action
+from hetgym.specs import Scenario
+
+if TYPE_CHECKING:  # pragma: no cover
+    from stable_baselines3.common.base_class import BaseAlgorithm
+    from stable_baselines3.common.vec_env import VecEnv
+
+__all__ = ["ALGOS", "AgentConfig", "algo_class", "MaskFn", "RescaleTime", "ResolveAction", "Wrap",
+           "make_env",
+           "make_vec_env",
+           "linear_schedule"]
+
+ALGOS = ("maskable_ppo", "ppo")
+
+
+def algo_class(algo: str) -> Any:
+    """The SB3 class of ``algo`` (``maskable_ppo`` from sb3-contrib, or ``ppo``)."""
+    if algo == "maskable_ppo":
+        from sb3_contrib import MaskablePPO
+
+        return MaskablePPO
+    if algo == "ppo":
+        from stable_baselines3 import PPO
+
+        return PPO
+    raise ValueError(f"unknown algo {algo!r}; expected one of {ALGOS}")
+
+
+def linear_schedule(start: float, end: float) -> Callable[[float], float]:
+    """SB3 schedule from ``start`` (progress_remaining=1) to ``end`` (0)."""
+
+    def f(progress_remaining: float) -> float:
+        return end + (start - end) * progress_remaining
+
+    return f
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """Algorithm, policy network and hyper-parameters of an SB3 agent.
+
+    Attributes:
+        algo: ``maskable_ppo`` (sb3-contrib, uses the action mask) or ``ppo``
+            (plain PPO; a masked action is handled by the env as "wait").
+        net_arch: Hidden layers of the policy and value networks.
+        activation: ``tanh`` or ``relu``.
+        learning_rate: Adam step size (start value when ``lr_final`` is set).
+        lr_final: Linear decay of the learning rate to this value (None: constant).
+        n_steps: Rollout length per env between updates.
+        batch_size: Minibatch size.
+        n_epochs: Passes over each rollout.
+        gamma: Discount factor.
+        gae_lambda: GAE lambda.
+        clip_range: PPO clipping.
+        ent_coef: Entropy bonus.
+        vf_coef: Value loss weight.
+        max_grad_norm: Gradient clipping.
+        target_kl: Early stop of an update past this KL (None: off).
+        normalize_reward: Wrap the vec env in ``VecNormalize`` (rewards only).
+        checkpoint: A saved model to evaluate (``scheduler=agent``) or to start from.
+    """
+
+    algo: str = "maskable_ppo"
+    net_arch: Sequence[int] = (128, 128)
+    activation: str = "tanh"
+    learning_rate: float = 3e-4
+    lr_final: float | None = None
+    n_steps: int = 256
+    batch_size: int = 256
+    n_epochs: int = 10
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_range: float = 0.2
+    ent_coef: float = 0.01
+    vf_coef: float = 0.5
+    max_grad_norm: float = 0.5
+    target_kl: float | None = None
+    normalize_reward: bool = True
+    checkpoint: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.algo not in ALGOS:
+            raise ValueError(f"AgentConfig.algo must be one of {ALGOS}, got {self.algo!r}")
+        if self.activation not in ("tanh", "relu"):
+            raise ValueError(f"AgentConfig.activation must be tanh or relu, got {self.activation!r}")
+        object.__setattr__(self, "net_arch", tuple(int(x) for x in self.net_arch))
+        object.__setattr__(self, "extra", dict(self.extra))
+
+    @property
+    def masked(self) -> bool:
+        """Whether the algorithm uses the action mask."""
+        return self.algo == "maskable_ppo"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (JSON-serialisable)."""
+        d = asdict(self)
+        d["net_arch"] = list(self.net_arch)
+        return d
+
+    def build(self, env: "VecEnv", seed: int = 0, tensorboard_log: str | None = None,
+              verbose: int = 0, device: str = "cpu") -> "BaseAlgorithm":
+        """Create the model on ``env`` (or load :attr:`checkpoint` and attach ``env``)."""
+        import torch
+
+        cls = algo_class(self.algo)
+        if self.checkpoint:
+            return cls.load(self.checkpoint, env=env, device=device,
+                            tensorboard_log=tensorboard_log)
+        act = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[self.activation]
+        lr: float | Callable[[float], float] = self.learning_rate
+        if self.lr_final is not None:
+            lr = linear_schedule(self.learning_rate, self.lr_final)
+        return cls("MlpPolicy", env, learning_rate=lr, n_steps=self.n_steps,
+                   batch_size=self.batch_size, n_epochs=self.n_epochs, gamma=self.gamma,
+                   gae_lambda=self.gae_lambda, clip_range=self.clip_range,
+                   ent_coef=self.ent_coef, vf_coef=self.vf_coef,
+                   max_grad_norm=self.max_grad_norm, target_kl=self.target_kl,
+                   policy_kwargs={"net_arch": list(self.net_arch), "activation_fn": act},
+                   tensorboard_log=tensorboard_log, verbose=verbose, seed=seed, device=device,
+                   **self.extra)
+
+
+class RescaleTime(gym.ObservationWrapper):
+    """Observation wrapper applying :func:`agents.envtools.policy_obs` (``time_scale``)."""
+
+    def __init__(self, env: gym.Env, time_scale: float) -> None:
+        super().__init__(env)
+        self.time_scale = float(time_scale)
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        return policy_obs(self.env.unwrapped, observation, self.time_scale)  # type: ignore[arg-type]
+
+
+class ResolveAction(gym.ActionWrapper):
+    """Carry out :func:`agents.envtools.resolve_action` (for policies that ignore the mask)."""
+
+    def __init__(self, env: gym.Env, no_idle_wait: bool = True) -> None:
+        super().__init__(env)
+        self.no_idle_wait = no_idle_wait
+
+    def action(self, action: Any) -> int:
+        env = self.env.unwrapped
+        return resolve_action(int(action), policy_mask(env, self.no_idle_wait), env.wait_action)  # type: ignore[arg-type, attr-defined]
+
+
+class Wrap:
+    """Picklable ``wrapper_class`` for ``make_vec_env``: ``RescaleTime``, ``ActionMasker``
+    (masked algorithms) or ``ResolveAction`` (the others)."""
+
+    def __init__(self, env_config: EnvConfig, masked: bool) -> None:
+        self.env_config = env_config
+        self.masked = masked
+
+    def __call__(self, env: gym.Env) -> gym.Env:
+        if self.env_config.time_scale is not None:
+            env = RescaleTime(env, self.env_config.time_scale)
+        if self.masked:
+            from sb3_contrib.common.wrappers import ActionMasker
+
+            env = ActionMasker(env, MaskFn(self.env_config.no_idle_wait))
+        else:
+            env = ResolveAction(env, self.env_config.no_idle_wait)
+        return env
+
+
+class MaskFn:
+    """Picklable ``action_mask_fn`` for sb3-contrib's ``ActionMasker``."""
+
+    def __init__(self, no_idle_wait: bool = True) -> None:
+        self.no_idle_wait = no_idle_wait
+
+    def __call__(self, env: gym.Env) -> np.ndarray:
+        return policy_mask(env.unwrapped, self.no_idle_wait)  # type: ignore[arg-type]
+
+
+def make_env(scenario: Scenario | str, env_config: EnvConfig, masked: bool = True) -> gym.Env:
+    """One ``HetCluster-v0`` env (with ``ActionMasker`` when ``masked``)."""
+    env = gym.make("HetCluster-v0", scenario=scenario, **env_config.env_kwargs())
+    return Wrap(env_config, masked)(env)
+
+
+def make_vec_env(scenario: Scenario | str, env_config: EnvConfig, n_envs: int = 4,
+                 seed: int = 0, vec_env: str = "dummy", masked: bool = True,
+                 monitor_dir: str | None = None) -> "VecEnv":
+    """``n_envs`` copies in a ``DummyVecEnv`` (``vec_env="dummy"``) or ``SubprocVecEnv``.
+
+    Each copy is wrapped in ``Monitor`` (episode returns and lengths), in
+    ``RescaleTime`` when ``env_config.time_scale`` is set, and, when ``masked``,
+    in ``ActionMasker`` (else in ``ResolveAction``); copy i is seeded ``seed + i``, so copies
+    draw different trace windows.
+    """
+    from stable_baselines3.common.env_util import make_vec_env as _mve
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    if vec_env not in ("dummy", "subproc"):
+        raise ValueError(f"vec_env must be 'dummy' or 'subproc', got {vec_env!r}")
+    cls = SubprocVecEnv if vec_env == "subproc" else DummyVecEnv
+    return _mve("HetCluster-v0", n_envs=n_envs, seed=seed, monitor_dir=monitor_dir,
+                env_kwargs={"scenario": scenario, **env_config.env_kwargs()},
+                wrapper_class=Wrap(env_config, masked), vec_env_cls=cls)

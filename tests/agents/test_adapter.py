@@ -1,0 +1,158 @@
+"""The adapter runs a policy through ``hetgym.simulate`` exactly as the env would."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import hetgym
+from agents.adapter import AgentScheduler
+from agents.envtools import (EnvConfig, heldout_windows, policy_mask, rescale_time,
+                             time_feature_index, window_rows, window_scenario)
+from hetgym import scenarios
+from hetgym.envs.hetcluster import HetClusterEnv
+
+
+class RandomMasked:
+    """Seeded random policy over the mask (wait drawn as often as all else)."""
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.seen: list[np.ndarray] = []
+
+    def __call__(self, obs: np.ndarray, mask: np.ndarray) -> int:
+        self.seen.append(obs.copy())
+        ok = np.flatnonzero(mask)
+        return int(self.rng.choice(ok))
+
+
+def _episode(env: HetClusterEnv, policy, cfg: EnvConfig, seed: int = 0):
+    from agents.envtools import policy_obs
+
+    obs, _ = env.reset(seed=seed)
+    actions, done, info = [], False, {}
+    while not done:
+        a = policy(policy_obs(env, obs, cfg.time_scale), policy_mask(env, cfg.no_idle_wait))
+        actions.append(a)
+        obs, _, term, trunc, info = env.step(a)
+        done = term or trunc
+    return actions, info["episode_metrics"]
+
+
+@pytest.fixture(scope="module")
+def window():
+    sc = scenarios.get(scenarios.DEFAULT, n_jobs=96, seed=3)
+    env = EnvConfig(n_jobs=24).make(sc)
+    return window_scenario(sc, window_rows(env, 5))
+
+
+@pytest.mark.parametrize("cfg", [EnvConfig(n_jobs=None),
+                                 EnvConfig(n_jobs=None, window=4, time_scale=36000.0),
+                                 EnvConfig(n_jobs=None, preemption=True, run_window=4)],
+                         ids=["default", "window4-rescaled", "preemption"])
+def test_adapter_matches_env(window, cfg):
+    env = cfg.make(window)
+    pol_env = RandomMasked(7)
+    actions, metrics = _episode(env, pol_env, cfg)
+    pol_sim = RandomMasked(7)
+    sched = AgentScheduler(pol_sim, cfg)
+    res = hetgym.simulate(window, sched, seed=0)
+    assert sched.actions == actions
+    assert len(pol_sim.seen) == len(pol_env.seen)
+    for a, b in zip(pol_env.seen, pol_sim.seen):
+        np.testing.assert_array_equal(a, b)
+    s = res.summary()
+    for k in ("avg_jct", "makespan", "energy_kwh", "preemptions", "unfinished_jobs"):
+        assert s[k] == pytest.approx(metrics[k], rel=1e-12, abs=1e-9), k
+
+
+def test_fixed_action_sequence_replays(window):
+    """A recorded action sequence gives the same jobs table through simulate."""
+    cfg = EnvConfig(n_jobs=None)
+    env = cfg.make(window)
+    actions, metrics = _episode(env, RandomMasked(11), cfg)
+    it = iter(actions)
+    res = hetgym.simulate(window, AgentScheduler(lambda o, m: next(it), cfg), seed=0)
+    assert next(it, None) is None
+    assert res.summary()["avg_jct"] == pytest.approx(metrics["avg_jct"], rel=1e-12)
+    assert res.summary()["unfinished_jobs"] == 0
+
+
+def test_env_window_equals_window_scenario():
+    """An env episode on a window of a workload is the same as one on the window scenario."""
+    sc = scenarios.get(scenarios.DEFAULT, n_jobs=96, seed=3)
+    cfg = EnvConfig(n_jobs=24)
+    env = cfg.make(sc)
+    rows = window_rows(env, 9)
+    a1, m1 = _episode(env, RandomMasked(1), cfg, seed=9)
+    wcfg = EnvConfig(n_jobs=None)
+    a2, m2 = _episode(wcfg.make(window_scenario(sc, rows)), RandomMasked(1), wcfg)
+    assert a1 == a2
+    assert m1["avg_jct"] == pytest.approx(m2["avg_jct"], rel=1e-12)
+
+
+def test_heldout_windows_are_scenarios_of_n_jobs():
+    sc = scenarios.get(scenarios.DEFAULT, n_jobs=96, seed=3)
+    wins = heldout_windows(sc, EnvConfig(n_jobs=20), 3)
+    assert [len(w.workload) for w in wins] == [20, 20, 20]
+    assert all(w.workload.frame["arrival"].iloc[0] == 0 for w in wins)
+
+
+def test_toy_first_feasible_policy():
+    sc = scenarios.get("toy-3jobs")
+    sched = AgentScheduler(lambda o, m: int(np.flatnonzero(m)[0]), EnvConfig(n_jobs=None, window=4))
+    res = hetgym.simulate(sc, sched, seed=0)
+    assert res.summary()["unfinished_jobs"] == 0
+    # job 1 on the V100 (first device), job 2 on the CPU, job 3 on the V100 after job 1.
+    assert res.summary()["avg_jct"] == pytest.approx((3 + 6 + 8 + 10 + 10) / 3, abs=30)
+
+
+def test_no_idle_wait_masks_wait_when_no_event_is_left():
+    env = EnvConfig(n_jobs=None, window=4).make(scenarios.get("toy-3jobs"))
+    env.reset(seed=0)
+    assert env.sim.next_event_time() == math.inf  # all arrived at 0, nothing runs
+    assert env.action_masks()[env.wait_action]
+    assert not policy_mask(env, no_idle_wait=True)[env.wait_action]
+    assert policy_mask(env, no_idle_wait=False)[env.wait_action]
+
+
+def test_rescale_time_features():
+    env = EnvConfig(n_jobs=None, window=4).make(scenarios.get("toy-3jobs"))
+    obs, _ = env.reset(seed=0)
+    idx = time_feature_index(env.window, env.n_dev, env.run_window)
+    np.testing.assert_allclose(rescale_time(obs, idx, 3600.0), obs, atol=1e-6)
+    out = rescale_time(obs, idx, 36000.0)
+    # slot 0, best duration 3 s: 3/(3+3600) -> 3/(3+36000)
+    assert out[2] == pytest.approx(3.0 / 36003.0, rel=1e-4)
+    assert (out[idx][obs[idx] < 0] == -1).all()
+    untouched = np.setdiff1d(np.arange(len(obs)), idx)
+    np.testing.assert_array_equal(out[untouched], obs[untouched])
+
+
+def test_invalid_policy_action_raises_or_waits(window):
+    cfg = EnvConfig(n_jobs=None, invalid_action="raise")
+    sched = AgentScheduler(lambda o, m: int(np.flatnonzero(~m)[0]) if (~m).any() else 0, cfg)
+    with pytest.raises(hetgym.SchedulingError):
+        hetgym.simulate(window, sched, seed=0)
+    with pytest.raises(ValueError, match="outside"):
+        hetgym.simulate(window, AgentScheduler(lambda o, m: 10**6, EnvConfig(n_jobs=None)), seed=0)
+
+
+def test_resolve_action():
+    from agents.envtools import resolve_action
+
+    m = np.array([False, True, False, True])
+    assert resolve_action(1, m, 3) == 1
+    assert resolve_action(0, m, 3) == 3          # forbidden -> wait
+    m[3] = False
+    assert resolve_action(3, m, 3) == 1          # wait forbidden too -> first allowed
+
+
+def test_unmasked_policy_cannot_idle_forever():
+    """A policy that always waits (plain PPO ignoring the mask) still finishes every job."""
+    sc = scenarios.get("toy-3jobs")
+    cfg = EnvConfig(n_jobs=None, window=4)
+    res = hetgym.simulate(sc, AgentScheduler(lambda o, m: 8, cfg), seed=0)
+    assert res.summary()["unfinished_jobs"] == 0

@@ -1,0 +1,63 @@
+"""scripts/compare.py runs a tiny Hydra sweep (resumable) and scripts/report.py aggregates it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    p = subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    return p
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("out")
+    cmd = [str(ROOT / "scripts" / "compare.py"), "-m", "experiment=compare_smoke",
+           f"out_root={out}", "sweep_name=tiny"]
+    _run(cmd, cwd=out)
+    sweep = out / "sweeps" / "tiny"
+    stamps = {p: p.stat().st_mtime_ns for p in sweep.rglob("metrics.json")}
+    # a second call finds every result and skips it (a sweep resumes)
+    p = _run(cmd, cwd=out)
+    assert p.stdout.count("skip") + p.stderr.count("skip") == 4
+    assert {p: p.stat().st_mtime_ns for p in sweep.rglob("metrics.json")} == stamps
+    return sweep
+
+
+def test_sweep_writes_each_run(sweep):
+    files = sorted(sweep.rglob("metrics.json"))
+    assert len(files) == 4
+    for f in files:
+        rec = json.loads(f.read_text())
+        assert rec["scheduler"] in ("fifo", "sjf") and rec["seed"] in (0, 1)
+        assert rec["metrics"]["unfinished_jobs"] == 0
+        jobs = pd.read_parquet(f.parent / "jobs.parquet")
+        assert len(jobs) == 24 == rec["metrics"]["jobs"]
+        assert (f.parent / "segments.parquet").is_file()
+
+
+def test_report(sweep):
+    out = sweep / "rep"
+    p = _run([str(ROOT / "scripts" / "report.py"), str(sweep), "--out", str(out)], cwd=sweep)
+    assert "| fifo | 2 |" in p.stdout and "| sjf | 2 |" in p.stdout
+    for f in ("report.md", "summary.csv", "runs.csv", "jct_cdf.png", "utilisation.png", "gantt.png"):
+        assert (out / f).is_file() and (out / f).stat().st_size > 0, f
+    summary = pd.read_csv(out / "summary.csv")
+    assert sorted(summary["scheduler"]) == ["fifo", "sjf"]
+    assert {"scenario", "runs", "avg_jct_mean", "avg_jct_std", "makespan_mean"} <= set(summary.columns)
+    assert (summary["runs"] == 2).all()
+    runs = pd.read_csv(out / "runs.csv")
+    assert len(runs) == 4 and set(runs["seed"]) == {0, 1}
+    md = (out / "report.md").read_text()
+    assert md.count("\n| ") >= 3  # header + 2 schedulers
