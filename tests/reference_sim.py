@@ -20,7 +20,10 @@ Rules implemented (one instant ``t``):
 6. the scheduler gets ONE decision point; its decisions are applied in order.
    An instant at which no job waits is not a decision point, unless the
    scheduler sets ``call_when_queue_empty = True`` or asks for rounds
-   (``round_length``), as :func:`hetgym.simulate` documents.
+   (``round_length``), as :func:`hetgym.simulate` documents. With rounds, a
+   round boundary at which nothing runs, no job is left to arrive and the
+   scheduler decides nothing ends the run (``stalled``): every later round
+   would see the same state.
 
 A preemption with grace period ``GP > 0`` keeps the job running for ``GP``
 seconds; with ``GP = 0`` the job is suspended at once, goes to the head of
@@ -333,7 +336,9 @@ class RefSim:
         t = self.next_event_time()
         horizon = self.options.horizon
         if t == math.inf or t > horizon:
-            if horizon < math.inf and t > horizon and horizon > self.now:
+            # move to the horizon only if an event lies beyond it (an unreached horizon
+            # changes nothing; test_mechanisms.py::test_unreached_horizon_...)
+            if t < math.inf and t > horizon and horizon > self.now:
                 self._move_time_to(horizon)
             return False
         self._move_time_to(t)
@@ -742,7 +747,10 @@ def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -
     sim = RefSim(scenario, seed=seed, round_length=round_length)
     every_instant = bool(getattr(scheduler, "call_when_queue_empty", False) or round_length)
     scheduler.reset(sim.view)
-    while sim.step():
+    while True:
+        round_due = sim.next_round
+        if not sim.step():
+            break
         if check:
             sim.check()
         if not sim.queue and not every_instant:
@@ -751,6 +759,9 @@ def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -
         sim.decision_points += 1
         if decisions:
             sim.apply(decisions)
+        elif (round_length and sim.now >= round_due and not sim.running
+              and sim.next_arrival == len(sim.jobs)):
+            break  # a round on an idle cluster with nothing to arrive changed nothing: stalled
         if check:
             sim.check()
     names = {i: d for i, d in enumerate(sim.devices)}

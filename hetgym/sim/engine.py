@@ -274,6 +274,13 @@ class Simulator:
         if len(placement) != w:
             raise SchedulingError(f"Start: job {job} has {w} workers, placement has {len(placement)}")
         nodes, gpus = placement.nodes, placement.gpus
+        if device is not None:
+            dev = self.device_index(device)
+            on = set(nd.dev[np.clip(nodes, 0, len(nd.dev) - 1)].tolist())
+            if on != {dev}:
+                raise SchedulingError(
+                    f"Start: job {job} asks for {self.devices[dev]} but its placement is on "
+                    f"{sorted(self.devices[d] for d in on)} (give device=None for a mixed allocation)")
         code = E.start_nb(job, w, nodes, gpus, *self._start_args)
         if code:
             raise SchedulingError(f"Start: placement of job {job} is invalid: {self._REASONS[code]}")

@@ -115,7 +115,7 @@ def step_nb(horizon, round_len, ckpt, ctr, acc, queue, running, arrival, status,
     if round_len > 0.0 and (n_run > 0 or ctr[1] > 0) and acc[3] < t:
         t = acc[3]
     if t == np.inf or t > horizon:
-        if horizon < np.inf and t > horizon and horizon > now:
+        if t < np.inf and t > horizon and horizon > now:  # an unreached horizon changes nothing
             t = horizon
         else:
             return 0, 0, 0

@@ -491,7 +491,7 @@ def test_check_capacity_catches_corruption(corrupt) -> None:
         sim.check_capacity()
 
 
-# ------------------------------------------------- found bugs (fail until fixed)
+# ------------------------------------------------ regressions of bugs found here
 class _Timeout(Exception):
     pass
 
@@ -518,13 +518,12 @@ def _gang_too_big_for_fastest() -> Scenario:
 
 
 def test_stalled_queue_with_rounds_ends() -> None:
-    """BUG (hetgym/sim/kernels.py ``step_nb`` / hetgym/runner.py): with a round length,
-    a round boundary is an event whenever a job waits, even when nothing runs and no job
-    is left to arrive. A scheduler that leaves a job waiting on an idle cluster then gets
-    a decision point every round forever and ``simulate`` never returns (with
-    ``horizon=inf``); without rounds the same run ends and reports ``stalled``.
-    Proposed fix: count the next round as an event only while a job holds resources or
-    a job is still to arrive (or stop after a round at which nothing changed)."""
+    """Regression (was a bug in hetgym/runner.py): with a round length, a round boundary
+    is an event whenever a job waits, even when nothing runs and no job is left to
+    arrive, so a scheduler leaving a job waiting on an idle cluster got a decision point
+    every round forever and ``simulate`` never returned (``horizon=inf``). Now a round
+    on an idle cluster with nothing to arrive and no decision ends the run ``stalled``,
+    as the run without rounds does."""
     sc = _gang_too_big_for_fastest()
 
     class Never:
@@ -549,23 +548,21 @@ def test_stalled_queue_with_rounds_ends() -> None:
 
 
 def test_fastest_only_waits_for_a_type_that_can_hold_the_gang() -> None:
-    """BUG (baselines/parts.py ``FastestOnly.candidates``): it returns ``argmax(tput)``
-    even when the cluster's nodes of that type can never hold the job's gang, so
-    ``make("fifo"/"sjf"/"srpt", device="fastest")`` leaves such a job waiting forever
-    (run reported stalled, job unfinished). Proposed fix: the fastest type whose total
-    capacity (``Workload.check_cluster``'s rule) holds the gang."""
+    """Regression (was a bug in baselines/parts.py ``FastestOnly.candidates``): it
+    returned ``argmax(tput)`` even when the nodes of that type can never hold the job's
+    gang, so ``make("fifo"/"sjf"/"srpt", device="fastest")`` left such a job waiting
+    forever (run stalled, job unfinished)."""
     res = hetgym.simulate(_gang_too_big_for_fastest(), baselines.make("fifo", device="fastest"))
     assert res.jobs["finished"].all(), "the job never started"
 
 
 def test_allox_cpu_machines_with_zero_core_jobs() -> None:
-    """BUG (baselines/allox_parts.py ``slot_cores``/``slots_per_device``): with
-    ``cpu_slot_cores`` unset, the cores of one CPU machine are the jobs' median ``cpus``,
-    floored at 1e-9. Jobs needing 0 cores (valid: ``cpus >= 0``) make a 4-core node count
-    as 4e9 machines, and ``allox``, ``allox+`` and ``jsq+`` then build lists of billions
-    of machines (MemoryError). The simulator itself places such workers by memory
-    (16 GB / 1 GB = 16 per node). Proposed fix: count CPU machines with the simulator's
-    slot rule (``CapacityModel.slots``), or take the median over positive core needs."""
+    """Regression (was a bug in baselines/allox_parts.py ``slot_cores`` /
+    ``slots_per_device``): with ``cpu_slot_cores`` unset, the cores of one CPU machine
+    were the jobs' median ``cpus`` floored at 1e-9, so jobs needing 0 cores (valid:
+    ``cpus >= 0``) made a 4-core node count as 4e9 machines and ``allox``, ``allox+``
+    and ``jsq+`` ran out of memory. The simulator places such workers by memory
+    (16 GB / 1 GB = 16 per node); the AlloX count must not exceed that."""
     from baselines.allox_parts import slots_per_device
 
     nodes = [NodeSpec(name="k", gpu_type="K80", gpus=1, cpus=4, mem_gb=16),
@@ -577,3 +574,41 @@ def test_allox_cpu_machines_with_zero_core_jobs() -> None:
     placeable = max(sim.view.capacity().slots(j, c) for j in range(3))
     assert placeable == 16
     assert slots_per_device(sim.view)[c] <= placeable
+
+
+# ------------------------------------------------- found bugs (fail until fixed)
+def test_start_device_must_match_explicit_placement() -> None:
+    """BUG (hetgym/sim/engine.py ``Simulator.start``): when a ``Start`` carries both a
+    ``device`` and an explicit ``placement``, the device is ignored. ``Start(j, "v100",
+    placement on a K80 node)`` silently runs the job on the K80 (4x slower here) instead
+    of rejecting the contradictory decision. Proposed fix: when ``device`` is not None and
+    the placement is on a single device type, raise ``SchedulingError`` if they differ
+    (``device=None`` stays the way to ask for a mixed allocation)."""
+    nodes = [V100, NodeSpec(name="k", gpu_type="K80", gpus=1, cpus=8, mem_gb=64)]
+    sc = make(nodes, [dict(tput_v100=4.0, tput_k80=1.0)])
+    k80_node = 1
+    fn = (lambda view: [Start(0, "v100", Placement.of([k80_node], [0]))] if view.queue.size
+          else [])
+    with pytest.raises(SchedulingError):
+        hetgym.simulate(sc, Script(fn))
+
+
+def test_unreached_horizon_changes_nothing() -> None:
+    """BUG (hetgym/sim/events.py ``step_nb``, lines ~117-119): when no event is left
+    (``t == inf``) and the horizon is finite, time still jumps to the horizon, so a run
+    that finished at 100 s with ``horizon=150`` integrates 50 s more idle power and
+    reports ``util_v100 = 0.667`` (makespan 100, 100 busy GPU-seconds): the metrics
+    depend on a horizon the run never reached. ``Simulator.advance``'s docstring says it
+    does nothing when there is no further event and moves to the horizon only when the
+    next event lies past it; ``metrics`` defines util over the makespan. Proposed fix:
+    move to the horizon only when ``horizon < t < inf``. (tests/reference_sim.py
+    ``RefSim.step`` mirrors the current rule so the equivalence tests stay comparable;
+    change it there too.)"""
+    def run_with(h: float):
+        sc = make([V100], [dict(tput_v100=1.0)], horizon=h)
+        return hetgym.simulate(sc, baselines.make("fifo")).metrics
+
+    a, b = run_with(math.inf), run_with(150.0)
+    assert a["energy_kwh"] == pytest.approx(135 * 100 / 3.6e6 + 265 * 100 / 3.6e6)
+    assert b["energy_kwh"] == pytest.approx(a["energy_kwh"])
+    assert b["util_v100"] == pytest.approx(1.0)
