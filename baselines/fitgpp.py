@@ -113,6 +113,8 @@ class PackPlacement:
         single_node: Accept only placements that put the whole gang on one node
             (FitGpp's single-task jobs). A ``spread`` scenario policy is then
             replaced by ``pack`` on the scratch copies (see :meth:`policy`).
+            A gang that no single node of the type could ever hold is placed
+            over several nodes instead (else it would wait forever).
     """
 
     single_node: bool = True
@@ -137,17 +139,34 @@ class PackPlacement:
             ok &= cap.free_mem / m + EPS >= w
         return ok
 
+    def one_node(self, view: View, job: int, dev: int) -> bool:
+        """Whether ``job`` must sit on one node of ``dev``: ``single_node`` and some node
+        of that type, all free, could hold its whole gang."""
+        if not self.single_node:
+            return False
+        w = int(view.workers[job])
+        ok = np.asarray(view.node_device) == dev
+        if not view.dev_is_cpu[dev]:
+            ok &= np.asarray(view.node_gpus) >= w
+        c = float(view.cpus_need[job, dev])
+        if c > 0:
+            ok &= np.asarray(view.node_cpus) / c + EPS >= w
+        m = float(view.mem[job])
+        if m > 0:
+            ok &= np.asarray(view.node_mem) / m + EPS >= w
+        return bool(ok.any())
+
     def fits(self, view: View, cap: CapacityModel, job: int, dev: int) -> bool:
-        """Whether ``job`` fits on ``dev`` in ``cap`` (on one node if ``single_node``)."""
+        """Whether ``job`` fits on ``dev`` in ``cap`` (on one node if :meth:`one_node`)."""
         if view.tput[job, dev] <= 0:
             return False
-        if not self.single_node:
+        if not self.one_node(view, job, dev):
             return cap.fits(job, dev)
         return bool(self.node_fits(view, cap, job, dev).any())
 
     def place(self, view: View, cap: CapacityModel, job: int, dev: int) -> Placement | None:
         """Place ``job`` on ``dev`` in ``cap`` (taking it there), or None."""
-        if self.single_node and not self.fits(view, cap, job, dev):
+        if self.one_node(view, job, dev) and not self.fits(view, cap, job, dev):
             return None
         return cap.place(job, dev)
 

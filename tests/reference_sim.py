@@ -692,7 +692,7 @@ class RefView:
     def duration(self, job: int, dev: int) -> float:
         jb = self._sim.jobs[int(job)]
         t = jb.tput[dev]
-        if t <= 0:
+        if t <= 0 or not _can_hold(self, int(job), dev):
             return math.inf
         w = jb.workers
         return float(jb.work / (w * t * w ** (self.options.scaling_exponent - 1.0)))
@@ -705,8 +705,16 @@ class RefView:
             w = float(jb.workers)
             eff = w ** (self.options.scaling_exponent - 1.0)
             for c, t in enumerate(jb.tput):
-                out[r, c] = work / (w * t * eff) if t > 0 else math.inf
+                ok = t > 0 and _can_hold(self, j, c)
+                out[r, c] = work / (w * t * eff) if ok else math.inf
         return out
+
+
+def _can_hold(view: Any, job: int, dev: int) -> bool:
+    """The nodes of type ``dev``, all free, could hold the job's gang (baselines' rule)."""
+    from baselines.parts import can_hold
+
+    return can_hold(view, job, dev)
 
 
 # ----------------------------------------------------------------------- runner

@@ -114,6 +114,7 @@ class View:
     def __init__(self, sim: "Simulator") -> None:
         self._sim = sim
         self._pref: np.ndarray | None = None
+        self._holdable: np.ndarray | None = None
         jb, js, nd, ns = sim.jobs, sim.js, sim.nodes, sim.ns
         self.devices: list[str] = list(sim.devices)
         self.options = sim.options
@@ -141,7 +142,7 @@ class View:
     def pref(self) -> np.ndarray:
         """``(J, C)`` device indices per job, fastest first, -1 padded where tput is 0."""
         if self._pref is None:
-            t = self._sim.jobs.tput
+            t = np.where(self.holdable, self._sim.jobs.tput, 0.0)
             order = np.argsort(-t, axis=1, kind="stable")
             ok = np.take_along_axis(t, order, axis=1) > 0
             self._pref = _ro(np.where(ok, order, -1).astype(np.int64))
@@ -218,17 +219,45 @@ class View:
         """A scratch copy of free resources (see :class:`CapacityModel`)."""
         return CapacityModel(self._sim, policy)
 
+    @property
+    def holdable(self) -> np.ndarray:
+        """``(J, C)`` bool: the nodes of each device type, all free, could hold the job's gang.
+
+        A job with throughput on a type that can never hold it (too many workers,
+        or a worker too big for any node) cannot run there: :meth:`duration` and
+        :meth:`durations` give ``inf`` for it.
+        """
+        if self._holdable is None:
+            s = self._sim
+            jb, nd = s.jobs, s.nodes
+            tot = np.zeros(jb.tput.shape, dtype=np.int64)
+            big = 1 << 30
+            for n in range(len(nd.dev)):
+                d = int(nd.dev[n])
+                per = np.full(len(jb.workers), big, dtype=np.int64)
+                if not nd.dev_is_cpu[d]:
+                    per[:] = nd.gpus[n]
+                c = jb.cpus_need[:, d]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    per = np.where(c > 0, np.minimum(per, np.floor(nd.cpus[n] / np.where(c > 0, c, 1.0) + 1e-9)), per)
+                    per = np.where(jb.mem > 0, np.minimum(per, np.floor(nd.mem[n] / np.where(jb.mem > 0, jb.mem, 1.0) + 1e-9)), per)
+                tot[:, d] += per.astype(np.int64)
+            self._holdable = _ro(tot >= jb.workers[:, None])
+        return self._holdable
+
     def duration(self, job: int, dev: int) -> float:
-        """Estimated run time of ``job`` from scratch on device ``dev`` (inf if it cannot run)."""
+        """Estimated run time of ``job`` from scratch on device ``dev`` (inf if it cannot run
+        there: throughput 0, or no node set of that type can hold its gang)."""
         s = self._sim
         t = s.jobs.tput[job, dev]
-        if t <= 0:
+        if t <= 0 or not self.holdable[job, dev]:
             return float("inf")
         w = s.jobs.workers[job]
         return float(s.jobs.work[job] / (w * t * w ** (s.options.scaling_exponent - 1.0)))
 
     def durations(self, jobs: np.ndarray, remaining: bool = False) -> np.ndarray:
-        """``(len(jobs), C)`` estimated durations (of all work, or what remains)."""
+        """``(len(jobs), C)`` estimated durations (of all work, or what remains); inf where
+        the job cannot run (see :attr:`holdable`)."""
         s = self._sim
         jb = s.jobs
         w = jb.workers[jobs].astype(np.float64)
@@ -236,4 +265,4 @@ class View:
         work = s.js.remaining[jobs] if remaining else jb.work[jobs]
         with np.errstate(divide="ignore"):
             d = work[:, None] / (w[:, None] * jb.tput[jobs] * eff[:, None])
-        return np.where(jb.tput[jobs] > 0, d, np.inf)
+        return np.where((jb.tput[jobs] > 0) & self.holdable[jobs], d, np.inf)
