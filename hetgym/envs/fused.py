@@ -65,7 +65,10 @@ def update_mask_nb(step_args, env_args):
             feasible = True
     for q in range(r, run_window):
         mask[base + q] = False
-    mask[base + run_window] = True
+    # waiting is feasible unless nothing could ever happen after it: nothing runs, every
+    # job has arrived, and a start is possible (else "wait" would end the episode early
+    # with the waiting jobs' JCT never counted)
+    mask[base + run_window] = not (feasible and ctr[2] == 0 and ctr[0] == arrival.shape[0])
     nwin[0] = nq
     nwin[1] = r
     return feasible

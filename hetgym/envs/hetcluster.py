@@ -37,7 +37,8 @@ class HetClusterEnv(gym.Env):
     window (queue order: arrival, preempted jobs first) on device type ``c``
     (``env.unwrapped.devices``); with ``preemption=True``, action ``K*C + r``
     preempts the r-th running BE job of the running window (R = ``run_window``,
-    else R = 0); the last action waits. ``action_masks()`` (also
+    else R = 0); the last action waits (masked when nothing runs, every job has
+    arrived and a start is feasible: waiting could then only end the episode). ``action_masks()`` (also
     ``info["action_mask"]``) marks the feasible ones; an infeasible action is
     handled as ``invalid_action`` says: ``"wait"`` or ``"raise"``.
 

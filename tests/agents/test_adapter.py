@@ -113,9 +113,13 @@ def test_no_idle_wait_masks_wait_when_no_event_is_left():
     env = EnvConfig(n_jobs=None, window=4).make(scenarios.get("toy-3jobs"))
     env.reset(seed=0)
     assert env.sim.next_event_time() == math.inf  # all arrived at 0, nothing runs
-    assert env.action_masks()[env.wait_action]
+    # the env itself masks "wait" here (it could only end the episode early) ...
+    assert not env.action_masks()[env.wait_action]
     assert not policy_mask(env, no_idle_wait=True)[env.wait_action]
-    assert policy_mask(env, no_idle_wait=False)[env.wait_action]
+    assert not policy_mask(env, no_idle_wait=False)[env.wait_action]
+    # ... and offers it again once something runs
+    env.step(int(np.flatnonzero(env.action_masks())[0]))
+    assert env.action_masks()[env.wait_action]
 
 
 def test_rescale_time_features():
