@@ -275,42 +275,6 @@ def next_times_nb(running, n_run, status, finish, grace_end):
 
 
 @njit(cache=True)
-def advance_nb(running, n_run, t0, t1, rate, resume_at, remaining, workers, user, service):
-    """Move running jobs' progress from t0 to t1 (> t0); credit per-user service.
-
-    Progress accrues only after ``resume_at`` (restart delay). Service is
-    worker-seconds held, whether or not the job progresses.
-    """
-    dt = t1 - t0
-    for i in range(n_run):
-        j = running[i]
-        s = t0 if t0 > resume_at[j] else resume_at[j]
-        if t1 > s:
-            remaining[j] -= rate[j] * (t1 - s)
-        service[user[j]] += workers[j] * dt
-
-
-@njit(cache=True)
-def due_nb(running, n_run, status, finish, grace_end, t, out_done, out_grace):
-    """Collect running jobs finishing at or before t, and grace periods ending by t.
-
-    Returns (number done, number of grace ends); ids in running order. A job
-    that finishes during its grace period counts as done only.
-    """
-    nd = 0
-    ng = 0
-    for i in range(n_run):
-        j = running[i]
-        if finish[j] <= t:
-            out_done[nd] = j
-            nd += 1
-        elif status[j] == 3 and grace_end[j] <= t:
-            out_grace[ng] = j
-            ng += 1
-    return nd, ng
-
-
-@njit(cache=True)
 def remove_nb(arr, n, x):
     """Remove the first ``x`` from ``arr[:n]`` keeping order; returns the new length."""
     for i in range(n):
