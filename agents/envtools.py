@@ -174,57 +174,18 @@ def bind(env: "HetClusterEnv", sim: "Simulator") -> None:
     After this, :func:`refresh` computes ``env``'s window, action mask and
     observation for ``sim``'s current state, exactly as an episode on the same
     jobs would at that state. ``env.step`` must not be used afterwards.
-
-    ``HetClusterEnv`` has no public hook for this yet; this mirrors the lines of
-    ``HetClusterEnv.reset`` that derive the env's arrays from its simulator (both
-    the Python and the fused-Numba versions of the env). A public
-    ``HetClusterEnv.attach(sim)`` / ``refresh()`` pair, when present, is used instead.
+    (:meth:`HetClusterEnv.attach <hetgym.envs.hetcluster.HetClusterEnv.attach>`.)
     """
-    if list(sim.devices) != list(env.devices):
-        raise ValueError(f"simulator devices {sim.devices} differ from the env's {env.devices}")
-    if hasattr(env, "attach"):
-        env.attach(sim)  # type: ignore[attr-defined]
-        return
-    env.sim = sim
-    cap_dev = np.asarray([sim.scenario.cluster.capacity(d) for d in env.devices], dtype=np.float64)
-    env.steps = 0
-    env._stuck = False  # noqa: SLF001
-    if hasattr(env, "_update_mask"):  # Python env
-        env._cap_dev = cap_dev  # noqa: SLF001
-        env._node_is_cpu = sim.nodes.dev_is_cpu[sim.nodes.dev]  # noqa: SLF001
-        env._max_workers = float(sim.jobs.workers.max())  # noqa: SLF001
-        return
-    inv_best = env.reward.reset(sim)  # fused env: the argument tuple of its kernels
-    limit = sim.options.max_preemptions
-    jb, js = sim.jobs, sim.js
-    env._nwin = np.zeros(2, dtype=np.int64)  # noqa: SLF001
-    env._env_args = (  # noqa: SLF001
-        jb.tput, sim.nodes.dev_is_cpu, jb.job_class, js.n_preempt, jb.deadline, jb.weight,
-        inv_best, env.reward_scale, -1 if limit is None else int(limit), env.run_window,
-        env._win, env._rwin, env._mask2d, env._mask, env._nwin, env.reward.rew, cap_dev,  # noqa: SLF001
-        float(cap_dev.max()), float(jb.workers.max()), sim.options.scaling_exponent,
-        js.first_start, np.zeros(env.n_dev), env._obs)  # noqa: SLF001
+    env.attach(sim)
 
 
 def refresh(env: "HetClusterEnv") -> tuple[bool, np.ndarray]:
     """Recompute ``env``'s window, mask and observation from its (bound) simulator.
 
     Returns whether a start or preemption is feasible, and the observation (a copy).
+    (:meth:`HetClusterEnv.refresh <hetgym.envs.hetcluster.HetClusterEnv.refresh>`.)
     """
-    if hasattr(env, "refresh"):
-        return env.refresh()  # type: ignore[attr-defined, no-any-return]
-    if hasattr(env, "_update_mask"):  # Python env
-        env._update_mask()  # noqa: SLF001
-        return bool(env._mask[: env.wait_action].any()), env._observe()  # noqa: SLF001
-    from hetgym.envs.fused import _observe, update_mask_nb
-
-    sim = env.sim
-    assert sim is not None
-    feasible = bool(update_mask_nb(sim._step_args, env._env_args))  # noqa: SLF001
-    _observe(sim._step_args, env._env_args)  # noqa: SLF001
-    env._n_win = int(env._nwin[0])  # noqa: SLF001
-    env._n_rwin = int(env._nwin[1])  # noqa: SLF001
-    return feasible, env._obs.astype(np.float32, copy=True)  # noqa: SLF001
+    return env.refresh()
 
 
 def window_rows(env: "HetClusterEnv", reset_seed: int) -> np.ndarray:

@@ -17,14 +17,13 @@ the running sum of 1 / best duration over the jobs in the system.
 
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 from hetgym.envs.features import observe_nb
 from hetgym.sim.events import place_start_nb, step_nb
 from hetgym.sim.kernels import mask_nb
 
-__all__ = ["decide_point_nb", "update_mask_nb", "start_and_decide_nb"]
+__all__ = ["decide_point_nb", "update_mask_nb", "observe_state_nb", "start_and_decide_nb"]
 
 
 @njit(cache=True)
@@ -75,7 +74,8 @@ def update_mask_nb(step_args, env_args):
 
 
 @njit(cache=True)
-def _observe(step_args, env_args):
+def observe_state_nb(step_args, env_args):
+    """Write the observation of the current state into ``env_args``' ``obs``."""
     (horizon, round_len, ckpt, ctr, acc, queue, running, arrival, status, remaining, rate,
      finish, grace_end, run_start, exec_time, end, resume_at, worker_node, worker_gpu, workers,
      cpus_need, mem, work, user, service, node_dev, free_gpus, free_cpus, free_mem, gpu_owner,
@@ -117,7 +117,7 @@ def decide_point_nb(force, step_args, env_args):
     n_jobs = arrival.shape[0]
     if not force:
         if update_mask_nb(step_args, env_args) or ctr[3] == n_jobs:
-            _observe(step_args, env_args)
+            observe_state_nb(step_args, env_args)
             return 1
     while True:
         t0 = acc[0]
@@ -148,10 +148,10 @@ def decide_point_nb(force, step_args, env_args):
                 rew[3] -= weight[j] * late / scale
         feasible = update_mask_nb(step_args, env_args)
         if code == 0:
-            _observe(step_args, env_args)
+            observe_state_nb(step_args, env_args)
             return 1 if ctr[3] == n_jobs else 0
         if ctr[3] == n_jobs or feasible:
-            _observe(step_args, env_args)
+            observe_state_nb(step_args, env_args)
             return 1
 
 

@@ -11,7 +11,12 @@ from gymnasium import spaces
 from hetgym import scenarios as _scenarios
 from hetgym.decisions import SchedulingError
 from hetgym.envs.features import obs_size
-from hetgym.envs.fused import decide_point_nb, start_and_decide_nb
+from hetgym.envs.fused import (
+    decide_point_nb,
+    observe_state_nb,
+    start_and_decide_nb,
+    update_mask_nb,
+)
 from hetgym.envs.reward import RewardTracker
 from hetgym.metrics import summarize
 from hetgym.sim.engine import InvariantError, Simulator
@@ -135,9 +140,21 @@ class HetClusterEnv(gym.Env):
         start = int(self.np_random.integers(0, n_total - self.n_jobs + 1))
         rows = None if self.n_jobs == n_total else np.arange(start, start + self.n_jobs)
         sim_seed = int(self.np_random.integers(0, 2**31 - 1))
-        self.sim = Simulator(self.scenario, seed=sim_seed, rows=rows)
-        sim = self.sim
-        cap_dev = np.asarray([self.scenario.cluster.capacity(d) for d in self.devices],
+        self.attach(Simulator(self.scenario, seed=sim_seed, rows=rows))
+        self._advance_until_decision(force=True)
+        return self._obs.copy(), self._info({})
+
+    def attach(self, sim: Simulator) -> None:
+        """Make this env read its window, mask, observation and reward from ``sim``.
+
+        ``reset`` calls it on the simulator it creates; ``agents.adapter`` calls it on
+        the simulator of a :func:`hetgym.simulate` run, then :meth:`refresh`.
+        Nothing is advanced.
+        """
+        if list(sim.devices) != list(self.devices):
+            raise ValueError(f"simulator devices {sim.devices} differ from the env's {self.devices}")
+        self.sim = sim
+        cap_dev = np.asarray([sim.scenario.cluster.capacity(d) for d in self.devices],
                              dtype=np.float64)
         inv_best = self.reward.reset(sim)
         limit = sim.options.max_preemptions
@@ -153,8 +170,21 @@ class HetClusterEnv(gym.Env):
         self._extra = (o.restart_delay, o.scaling_exponent, o.topology_coeff, o.network_distance,
                        js.n_restart, jb.comm, sim.nodes.gpus, sim.nodes.dist)
         self.steps = 0
-        self._advance_until_decision(force=True)
-        return self._obs.copy(), self._info({})
+        self._stuck = False
+
+    def refresh(self) -> tuple[bool, np.ndarray]:
+        """Recompute window, mask and observation for the simulator's current state.
+
+        Returns whether a start or preemption is feasible, and the observation (a copy).
+        """
+        sim = self.sim
+        if sim is None:
+            raise RuntimeError("call reset() or attach() before refresh()")
+        feasible = bool(update_mask_nb(sim._step_args, self._env_args))
+        observe_state_nb(sim._step_args, self._env_args)
+        self._n_win = int(self._nwin[0])
+        self._n_rwin = int(self._nwin[1])
+        return feasible, self._obs.copy()
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Apply one action, then run the simulator to the next decision point."""
