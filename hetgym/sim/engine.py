@@ -18,7 +18,6 @@ import numpy as np
 
 from hetgym.decisions import Decision, Placement, Preempt, SchedulingError, Start, Wait
 from hetgym.sim import events as E
-from hetgym.sim import kernels as K
 from hetgym.sim.codes import JobStatus, PlacementPolicy
 from hetgym.sim.state import build_jobs, build_nodes, new_job_state, new_node_state
 from hetgym.specs import Scenario
@@ -164,14 +163,10 @@ class Simulator:
     # ------------------------------------------------------------------ time
     def next_event_time(self) -> float:
         """Time of the next event (``inf`` if none)."""
-        t = self.jobs.arrival[self.next_arrival] if self.next_arrival < self.n_jobs else math.inf
-        if self.n_running:
-            tf, tg = K.next_times_nb(self.running, self.n_running, self.js.status,
-                                     self.js.finish, self.js.grace_end)
-            t = min(t, tf, tg)
-        if self.round_length and (self.n_running or self.n_queue):
-            t = min(t, self.acc[E.ACC_ROUND])
-        return float(t)
+        js = self.js
+        return float(E.next_event_nb(float(self.round_length or 0.0), self.ctr, self.acc,
+                                     self.jobs.arrival, self.running, js.status, js.finish,
+                                     js.grace_end))
 
     def advance(self) -> bool:
         """Jump to the next event time and process every event there.
@@ -226,17 +221,6 @@ class Simulator:
             raise SchedulingError(f"device {device!r} not in this scenario's {self.devices}")
         return self.devices.index(key)
 
-    def find_placement(self, job: int, dev: int) -> Placement | None:
-        """Placement the default policy would choose now, or None if it does not fit."""
-        jb, ns, nd = self.jobs, self.ns, self.nodes
-        w = int(jb.workers[job])
-        ok = K.place_nb(dev, bool(nd.dev_is_cpu[dev]), w, jb.cpus_need[job, dev], jb.mem[job],
-                        self.policy, nd.dev, nd.gpus, nd.dist, ns.free_gpus, ns.free_cpus,
-                        ns.free_mem, ns.gpu_owner, self._out_node, self._out_gpu)
-        if not ok:
-            return None
-        return Placement(self._out_node[:w].copy(), self._out_gpu[:w].copy())
-
     _REASONS = {1: "a node index is out of range", 2: "a GPU index is out of range",
                 3: "a GPU is busy or used twice", 4: "CPU cores exceeded",
                 5: "memory exceeded", 6: "a CPU-node worker has a GPU index",
@@ -248,7 +232,7 @@ class Simulator:
         job = int(job)
         if not 0 <= job < self.n_jobs:
             raise SchedulingError(f"Start: job index {job} out of range 0..{self.n_jobs - 1}")
-        js, jb, nd, ns = self.js, self.jobs, self.nodes, self.ns
+        js, jb, nd = self.js, self.jobs, self.nodes
         if js.status[job] != QUEUED:
             raise SchedulingError(
                 f"Start: job {job} (job_id={jb.job_id[job]}) is "

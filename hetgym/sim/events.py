@@ -84,6 +84,25 @@ def release_nb(job, to_queue, lose_progress, ckpt, ctr, acc, queue, running, sta
 
 
 @njit(cache=True)
+def next_event_nb(round_len, ctr, acc, arrival, running, status, finish, grace_end):
+    """Time of the next event (``inf`` if none): the next arrival, the earliest
+    projected finish or grace end of a running job, and the next round boundary
+    while a job runs or waits."""
+    t = np.inf
+    if ctr[0] < arrival.shape[0]:
+        t = arrival[ctr[0]]
+    for i in range(ctr[2]):
+        j = running[i]
+        if finish[j] < t:
+            t = finish[j]
+        if status[j] == 3 and grace_end[j] < t:
+            t = grace_end[j]
+    if round_len > 0.0 and (ctr[2] > 0 or ctr[1] > 0) and acc[3] < t:
+        t = acc[3]
+    return t
+
+
+@njit(cache=True)
 def step_nb(horizon, round_len, ckpt, ctr, acc, queue, running, arrival, status, remaining,
             rate, finish, grace_end, run_start, exec_time, end, resume_at, worker_node,
             worker_gpu, workers, cpus_need, mem, work, user, service, node_dev, free_gpus,
@@ -102,18 +121,8 @@ def step_nb(horizon, round_len, ckpt, ctr, acc, queue, running, arrival, status,
     now = acc[0]
     if ctr[6] + ctr[2] + 1 > seg_i.shape[0]:
         return -3, 0, 0
-    t = np.inf
-    if ctr[0] < n_jobs:
-        t = arrival[ctr[0]]
+    t = next_event_nb(round_len, ctr, acc, arrival, running, status, finish, grace_end)
     n_run = ctr[2]
-    for i in range(n_run):
-        j = running[i]
-        if finish[j] < t:
-            t = finish[j]
-        if status[j] == 3 and grace_end[j] < t:
-            t = grace_end[j]
-    if round_len > 0.0 and (n_run > 0 or ctr[1] > 0) and acc[3] < t:
-        t = acc[3]
     if t == np.inf or t > horizon:
         if t < np.inf and t > horizon and horizon > now:  # an unreached horizon changes nothing
             t = horizon

@@ -261,20 +261,6 @@ def rate_nb(w, nodes, gpus, tput_row, node_dev, node_dist, comm, scaling_exponen
 
 
 @njit(cache=True)
-def next_times_nb(running, n_run, status, finish, grace_end):
-    """(earliest finish time, earliest grace end) over the running set."""
-    tf = np.inf
-    tg = np.inf
-    for i in range(n_run):
-        j = running[i]
-        if finish[j] < tf:
-            tf = finish[j]
-        if status[j] == 3 and grace_end[j] < tg:
-            tg = grace_end[j]
-    return tf, tg
-
-
-@njit(cache=True)
 def remove_nb(arr, n, x):
     """Remove the first ``x`` from ``arr[:n]`` keeping order; returns the new length."""
     for i in range(n):
