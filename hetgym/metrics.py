@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from hetgym.sim.state import best_durations
+
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.engine import Simulator
 
@@ -55,7 +57,7 @@ def job_table(sim: "Simulator") -> pd.DataFrame:
     with np.errstate(invalid="ignore", divide="ignore"):
         wait = jct - execution
         slowdown = np.where(execution > 0, jct / execution, np.nan)
-        best = np.min(np.where(jb.tput > 0, jb.work[:, None] / (jb.workers[:, None] * jb.tput), np.inf), axis=1)
+    best = best_durations(jb)
     names = np.asarray(sim.devices + ["mixed", "-"], dtype=object)
     dev = names[np.where(js.device == -2, len(sim.devices), np.where(js.device < 0, len(sim.devices) + 1, js.device))]
     return pd.DataFrame({
@@ -143,9 +145,7 @@ def summarize(sim: "Simulator", jobs: pd.DataFrame | None = None,
     out["restarts"] = float(js.n_restart.sum())
     users = jb.user[done]
     out["jain_fairness"] = jain_index(_group_mean(np.nan_to_num(sd, nan=1.0), users)) if len(jct) else 1.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        best = np.min(np.where(jb.tput > 0, jb.work[:, None] / (jb.workers[:, None] * jb.tput),
-                               np.inf), axis=1)[done]
+    best = best_durations(jb)[done]
     prog = _group_mean(best / jct, users) if len(jct) else np.zeros(0)
     out["user_progress_std"] = float(prog.std()) if len(prog) else 0.0
     dm = np.zeros(0) if decision_ms is None else np.asarray(decision_ms)

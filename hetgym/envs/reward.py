@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hetgym.sim.state import best_durations
+
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.engine import Simulator
 
@@ -53,10 +55,7 @@ class RewardTracker:
 
     def reset(self, sim: "Simulator") -> np.ndarray:
         """Start an episode; returns 1 / best-device duration per job (for the kernel)."""
-        jb = sim.jobs
-        with np.errstate(divide="ignore"):
-            best = np.min(np.where(jb.tput > 0, jb.work[:, None] / (jb.workers[:, None] * jb.tput),
-                                   np.inf), axis=1)
+        best = best_durations(sim.jobs)
         self.rew[:] = 0.0
         self._energy = sim.energy_j
         self._price = sim.options.energy_price * sim.options.pue / 3.6e6

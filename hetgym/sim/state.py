@@ -12,7 +12,8 @@ import numpy as np
 
 from hetgym.specs import Scenario
 
-__all__ = ["NodeArrays", "JobArrays", "JobState", "NodeState", "build_nodes", "build_jobs"]
+__all__ = ["NodeArrays", "JobArrays", "JobState", "NodeState", "build_nodes", "build_jobs",
+           "best_durations"]
 
 
 class NodeArrays(NamedTuple):
@@ -183,6 +184,14 @@ def _build_jobs_uncached(scenario: Scenario) -> JobArrays:
         comm=fr["comm"].to_numpy(dtype=np.float64),
         forkable=fr["forkable"].to_numpy(dtype=np.bool_),
     )
+
+
+def best_durations(jobs: JobArrays) -> np.ndarray:
+    """float64[J]: each job's run time from scratch on its fastest device type,
+    ``work / (workers x tput)`` (linear scaling; the reference for slowdown and progress)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = jobs.work[:, None] / (jobs.workers[:, None] * jobs.tput)
+    return np.min(np.where(jobs.tput > 0, d, np.inf), axis=1)
 
 
 def new_job_state(jobs: JobArrays) -> JobState:
