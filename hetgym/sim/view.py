@@ -89,15 +89,6 @@ class CapacityModel:
                    sim.jobs.cpus_need[job], sim.jobs.mem[job], sim.nodes.dev, self.free_gpus,
                    self.free_cpus, self.free_mem, self.gpu_owner)
 
-    def free_per_device(self) -> np.ndarray:
-        """Free GPUs (GPU types) or cores (cpu) per device type."""
-        sim = self._sim
-        out = np.zeros(len(sim.devices))
-        for c in range(len(sim.devices)):
-            m = sim.nodes.dev == c
-            out[c] = self.free_cpus[m].sum() if sim.nodes.dev_is_cpu[c] else self.free_gpus[m].sum()
-        return out
-
 
 class View:
     """What a scheduler may read. Attributes mirror the simulator's arrays.
