@@ -59,7 +59,6 @@ tested in tests/baselines/test_fitgpp*.py):
 
 from __future__ import annotations
 
-import copy
 import math
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, NamedTuple, Protocol
@@ -369,12 +368,7 @@ class RandomVictim:
 
 def _clone(cap: CapacityModel) -> CapacityModel:
     """An independent copy of a scratch capacity."""
-    c = copy.copy(cap)
-    c.free_gpus = cap.free_gpus.copy()
-    c.free_cpus = cap.free_cpus.copy()
-    c.free_mem = cap.free_mem.copy()
-    c.gpu_owner = cap.gpu_owner.copy()
-    return c
+    return cap.copy()
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ import numpy as np
 
 from hetgym.metrics import Result, job_table, summarize
 from hetgym.sim.engine import Simulator
+from hetgym.sim.state import ACC_ROUND
 from hetgym.specs import Scenario
 
 __all__ = ["simulate"]
@@ -53,12 +54,11 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
     perf = time.perf_counter
     done_seen = 0
     every_event = bool(getattr(scheduler, "call_when_queue_empty", False) or round_length)
-    ctr = sim.ctr
     while True:
-        next_round = float(sim.acc[3])
+        next_round = float(sim.acc[ACC_ROUND])
         if not sim.advance():
             break
-        if not every_event and ctr[1] == 0:
+        if not every_event and sim.n_queue == 0:
             continue  # nothing waits: no decision to make (see Scheduler protocol)
         a = perf()
         decisions = scheduler.decide(view)
@@ -66,8 +66,8 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
         sim.decision_points += 1
         if decisions:
             sim.apply(decisions)
-        elif (round_length and sim.now >= next_round and ctr[2] == 0
-              and ctr[0] == sim.n_jobs):
+        elif (round_length and sim.now >= next_round and sim.n_running == 0
+              and sim.next_arrival == sim.n_jobs):
             break  # a round with an idle cluster changed nothing: every later one would too
         if bar is not None and sim.n_done != done_seen:
             bar.update(sim.n_done - done_seen)

@@ -585,6 +585,15 @@ class RefCapacity:
             out[n.device] += self.free_cpus[k] if n.is_cpu else self.free_gpus[k]
         return out
 
+    free_dev = property(free_per_device)
+
+    def copy(self) -> "RefCapacity":
+        out = RefCapacity.__new__(RefCapacity)
+        out._sim, out.policy = self._sim, self.policy
+        for name in ("free_gpus", "free_cpus", "free_mem", "gpu_owner"):
+            setattr(out, name, getattr(self, name).copy())
+        return out
+
 
 def _ro(values: Any, dtype: Any) -> np.ndarray:
     a = np.array(values, dtype=dtype)
@@ -689,6 +698,21 @@ class RefView:
     def capacity(self, policy: int | None = None) -> RefCapacity:
         return RefCapacity(self._sim, policy)
 
+    @property
+    def holdable(self) -> np.ndarray:
+        if getattr(self, "_holdable", None) is None:
+            sim = self._sim
+            self._holdable = _ro([[_can_hold(self, j, c) for c in range(len(sim.devices))]
+                                  for j in range(len(sim.jobs))], np.bool_)
+        return self._holdable
+
+    @property
+    def free_dev(self) -> np.ndarray:
+        return RefCapacity(self._sim).free_per_device()
+
+    def any_room(self) -> bool:
+        return True
+
     def duration(self, job: int, dev: int) -> float:
         jb = self._sim.jobs[int(job)]
         t = jb.tput[dev]
@@ -711,10 +735,16 @@ class RefView:
 
 
 def _can_hold(view: Any, job: int, dev: int) -> bool:
-    """The nodes of type ``dev``, all free, could hold the job's gang (baselines' rule)."""
-    from baselines.parts import can_hold
-
-    return can_hold(view, job, dev)
+    """The nodes of type ``dev``, all free, could hold the job's gang (written apart from
+    ``hetgym.sim.state.gang_fits`` on purpose: this is the independent reference)."""
+    sim = view._sim
+    jb = sim.jobs[int(job)]
+    total = 0
+    for n in sim.nodes:
+        if n.device != dev:
+            continue
+        total += slots_on_node(n.is_cpu, jb.cpus_need[dev], jb.mem, n.gpus, n.cpus, n.mem)
+    return total >= jb.workers
 
 
 # ----------------------------------------------------------------------- runner

@@ -26,17 +26,71 @@ global (4)                squash(queue length, K); squash(running jobs, K);
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
-__all__ = ["obs_size", "observe_nb"]
+from hetgym.sim.kernels import best_duration_nb, duration_nb
+from hetgym.sim.state import ACC_NOW, CTR_ARR, CTR_DONE, CTR_Q, CTR_QHEAD, CTR_QTAIL, CTR_RUN
+
+__all__ = ["obs_size", "observe_nb", "Feature", "layout", "time_feature_index", "SCALE"]
 
 SCALE = 3600.0
 
 
+class Feature(NamedTuple):
+    """One entry of the observation vector: its index, block, slot and name, and whether
+    it is ``squash(time, SCALE)`` (a ``time`` feature)."""
+
+    index: int
+    block: str   # "job", "device", "running", "global"
+    slot: int    # job / device / running slot (0 for global)
+    name: str
+    time: bool
+
+
+_JOB = [("present", False), ("wait", True), ("best_duration", True), ("workers", False),
+        ("te_class", False), ("deadline_slack", False)]
+_DEV = [("free_fraction", False), ("capacity", False), ("pressure", False)]
+_RUN = [("present", False), ("remaining_time", True), ("workers", False), ("preemptions", False)]
+_GLOBAL = [("queue_length", False), ("running_jobs", False), ("arrived", False), ("done", False)]
+
+
+def layout(window: int, n_dev: int, run_window: int,
+           devices: list[str] | None = None) -> list[Feature]:
+    """Every entry of the observation, in order (the table of this module as data)."""
+    devices = devices or [str(c) for c in range(n_dev)]
+    out: list[Feature] = []
+
+    def add(block: str, slot: int, name: str, time: bool) -> None:
+        out.append(Feature(len(out), block, slot, name, time))
+
+    for k in range(window):
+        for name, t in _JOB:
+            add("job", k, name, t)
+        for d in devices:
+            add("job", k, f"duration_{d}", True)
+    for c in range(n_dev):
+        for name, t in _DEV:
+            add("device", c, name, t)
+    for r in range(run_window):
+        for name, t in _RUN:
+            add("running", r, name, t)
+    for name, t in _GLOBAL:
+        add("global", 0, name, t)
+    return out
+
+
 def obs_size(window: int, n_dev: int, run_window: int) -> int:
     """Length of the observation vector."""
-    return window * (6 + n_dev) + n_dev * 3 + run_window * 4 + 4
+    return window * (len(_JOB) + n_dev) + n_dev * len(_DEV) + run_window * len(_RUN) + len(_GLOBAL)
+
+
+def time_feature_index(window: int, n_dev: int, run_window: int) -> np.ndarray:
+    """Indices of the ``time`` features of :func:`layout`."""
+    return np.asarray([f.index for f in layout(window, n_dev, run_window) if f.time],
+                      dtype=np.int64)
 
 
 @njit(cache=True)
@@ -47,73 +101,69 @@ def _sq(x, s):
 
 
 @njit(cache=True)
-def observe_nb(now, window, n_win, run_win, n_rwin, r_slots, queue, n_queue, n_running, n_arrived,
-               n_done, n_jobs, arrival, workers, max_workers, remaining, tput, eff_exp,
-               job_class, deadline, first_start, free_dev, cap_dev, max_cap, n_preempt,
-               limit, out):
-    """Fill ``out`` with the observation (see the module table)."""
+def observe_nb(P, S, EP, ES):
+    """Fill ``ES.obs`` with the observation (see the module table) from the state and the
+    windows ``ES.win[:ES.nwin[0]]`` / ``ES.rwin[:ES.nwin[1]]``."""
+    jobs, js, run = P.jobs, S.job, S.run
+    out = ES.obs
+    now = run.acc[ACC_NOW]
+    e = P.opts.scaling_exponent
     out[:] = 0.0
-    c_n = tput.shape[1]
+    c_n = jobs.tput.shape[1]
     f = 6 + c_n
-    k_n = window.shape[0]
-    for k in range(n_win):
-        j = window[k]
+    k_n = ES.win.shape[0]
+    for k in range(ES.nwin[0]):
+        j = ES.win[k]
         b = k * f
-        w = workers[j]
-        eff = w ** (eff_exp - 1.0)
-        best = np.inf
-        for c in range(c_n):
-            if tput[j, c] > 0:
-                d = remaining[j] / (w * tput[j, c] * eff)
-                if d < best:
-                    best = d
+        w = jobs.workers[j]
+        rem = js.remaining[j]
+        best = best_duration_nb(rem, j, jobs, e)
         out[b] = 1.0
-        out[b + 1] = _sq(now - arrival[j], SCALE)
+        out[b + 1] = _sq(now - jobs.arrival[j], SCALE)
         out[b + 2] = _sq(best, SCALE)
-        out[b + 3] = w / max_workers
-        out[b + 4] = 1.0 if job_class[j] == 1 else 0.0
-        if np.isinf(deadline[j]):
+        out[b + 3] = w / EP.max_workers
+        out[b + 4] = 1.0 if jobs.job_class[j] == 1 else 0.0
+        if np.isinf(jobs.deadline[j]):
             out[b + 5] = 1.0
         else:
-            out[b + 5] = np.tanh((deadline[j] - now - best) / SCALE)
+            out[b + 5] = np.tanh((jobs.deadline[j] - now - best) / SCALE)
         for c in range(c_n):
-            if tput[j, c] > 0:
-                out[b + 6 + c] = _sq(remaining[j] / (w * tput[j, c] * eff), SCALE)
+            if jobs.tput[j, c] > 0 and jobs.holdable[j, c]:
+                out[b + 6 + c] = _sq(duration_nb(rem, w, jobs.tput[j, c], e), SCALE)
             else:
                 out[b + 6 + c] = -1.0
     b0 = k_n * f
-    pressure = np.zeros(c_n)
-    for i in range(n_queue):
-        j = queue[i]
+    pressure = ES.scratch
+    pressure[:] = 0.0
+    q = run.queue
+    for i in range(run.ctr[CTR_QHEAD], run.ctr[CTR_QTAIL]):
+        j = q[i]
+        if j < 0:
+            continue
         bc = 0
         for c in range(c_n):
-            if tput[j, c] > tput[j, bc]:
+            if jobs.tput[j, c] > jobs.tput[j, bc]:
                 bc = c
-        pressure[bc] += workers[j]
+        pressure[bc] += jobs.workers[j]
+    free_dev = S.node.free_dev
     for c in range(c_n):
         b = b0 + c * 3
-        out[b] = free_dev[c] / cap_dev[c] if cap_dev[c] > 0 else 0.0
-        out[b + 1] = cap_dev[c] / max_cap
-        out[b + 2] = _sq(pressure[c] / max(cap_dev[c], 1.0), 1.0)
+        cap = EP.cap_dev[c]
+        out[b] = free_dev[c] / cap if cap > 0 else 0.0
+        out[b + 1] = cap / EP.max_cap
+        out[b + 2] = _sq(pressure[c] / max(cap, 1.0), 1.0)
     b0 += c_n * 3
-    r_n = r_slots
-    for r in range(n_rwin):
-        j = run_win[r]
+    lim = float(P.opts.limit) if P.opts.limit >= 0 else 1.0
+    for r in range(ES.nwin[1]):
+        j = ES.rwin[r]
         b = b0 + r * 4
         out[b] = 1.0
-        best = np.inf
-        w = workers[j]
-        eff = w ** (eff_exp - 1.0)
-        for c in range(c_n):
-            if tput[j, c] > 0:
-                d = remaining[j] / (w * tput[j, c] * eff)
-                if d < best:
-                    best = d
-        out[b + 1] = _sq(best, SCALE)
-        out[b + 2] = w / max_workers
-        out[b + 3] = min(1.0, n_preempt[j] / max(limit, 1.0))
-    b0 += r_n * 4
-    out[b0] = _sq(float(n_queue), float(k_n))
-    out[b0 + 1] = _sq(float(n_running), float(k_n))
-    out[b0 + 2] = n_arrived / n_jobs
-    out[b0 + 3] = n_done / n_jobs
+        out[b + 1] = _sq(best_duration_nb(js.remaining[j], j, jobs, e), SCALE)
+        out[b + 2] = jobs.workers[j] / EP.max_workers
+        out[b + 3] = min(1.0, js.n_preempt[j] / max(lim, 1.0))
+    b0 += EP.run_window * 4
+    ctr = run.ctr
+    out[b0] = _sq(float(ctr[CTR_Q]), float(k_n))
+    out[b0 + 1] = _sq(float(ctr[CTR_RUN]), float(k_n))
+    out[b0 + 2] = ctr[CTR_ARR] / jobs.arrival.shape[0]
+    out[b0 + 3] = ctr[CTR_DONE] / jobs.arrival.shape[0]

@@ -1,186 +1,170 @@
 """One Numba call per environment step: advance to the next decision point,
 accumulate the reward terms, and write the action mask and the observation.
 
-Composes the simulator's kernels (:func:`hetgym.sim.kernels.step_nb`,
-:func:`~hetgym.sim.kernels.mask_nb`) and :func:`hetgym.envs.features.observe_nb`;
-the semantics are theirs. ``step_args`` is the simulator's argument tuple of
-``step_nb``; ``env_args`` is built by :class:`~hetgym.envs.hetcluster.HetClusterEnv`:
-
-``(tput, dev_is_cpu, job_class, n_preempt, deadline, weight, inv_best, scale,
-limit, run_window, win, rwin, mask2d, mask, nwin, rew, cap_dev, max_cap,
-max_workers, eff_exp, first_start, free_dev, obs)``
-
-``rew`` (float64[5]) accumulates the terms jct, slowdown, makespan, tardiness
-(already signed and scaled, see :mod:`hetgym.envs.reward`) and keeps in [4]
-the running sum of 1 / best duration over the jobs in the system.
+Every kernel takes the simulator's typed state whole (``P``
+:class:`~hetgym.sim.state.Params`, ``S`` :class:`~hetgym.sim.state.State`) and the
+env's own (:class:`EnvParams`, :class:`EnvState`), and drives the simulator's
+one step function :func:`hetgym.sim.events.step_nb`; the semantics are its.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
 from numba import njit
 
 from hetgym.envs.features import observe_nb
-from hetgym.sim.events import place_start_nb, step_nb
-from hetgym.sim.kernels import mask_nb
+from hetgym.sim.codes import RUNNING
+from hetgym.sim.events import STEP_MOVED, STEP_NONE, place_start_nb, step_nb
+from hetgym.sim.kernels import mask_nb, queue_compact_nb
+from hetgym.sim.state import (
+    ACC_NOW,
+    CTR_ARR,
+    CTR_DONE,
+    CTR_Q,
+    CTR_QHEAD,
+    CTR_QTAIL,
+    CTR_RUN,
+)
 
-__all__ = ["decide_point_nb", "update_mask_nb", "observe_state_nb", "start_and_decide_nb"]
+__all__ = ["EnvParams", "EnvState", "decide_point_nb", "update_mask_nb", "start_and_decide_nb",
+           "REW_JCT", "REW_SLOWDOWN", "REW_MAKESPAN", "REW_TARDINESS", "REW_INV_BEST"]
+
+#: Entries of ``EnvState.rew``: the step's terms (signed and scaled, see
+#: :mod:`hetgym.envs.reward`) and the running sum of 1 / best duration over the
+#: jobs in the system.
+REW_JCT, REW_SLOWDOWN, REW_MAKESPAN, REW_TARDINESS, REW_INV_BEST = range(5)
+
+
+class EnvParams(NamedTuple):
+    """Static parameters of an env episode."""
+
+    inv_best: np.ndarray   # float64[J], 1 / best duration from scratch
+    scale: float           # reward_scale (s)
+    run_window: int        # R
+    cap_dev: np.ndarray    # float64[C], capacity per device type
+    max_cap: float
+    max_workers: float
+
+
+class EnvState(NamedTuple):
+    """Outputs and accumulators of the env kernels (allocated once per env)."""
+
+    win: np.ndarray      # int64[K], jobs of the job window
+    rwin: np.ndarray     # int64[max(R, 1)], jobs of the running window
+    nwin: np.ndarray     # int64[2], filled lengths of win / rwin
+    mask2d: np.ndarray   # bool[K, C]
+    mask: np.ndarray     # bool[K*C + R + 1]
+    rew: np.ndarray      # float64[5], see REW_*
+    obs: np.ndarray      # float32[obs_size]
+    scratch: np.ndarray  # float64[C]
 
 
 @njit(cache=True)
-def update_mask_nb(step_args, env_args):
+def update_mask_nb(P, S, EP, ES):
     """Fill the job window, running window and action mask; True if any start/preempt is feasible."""
-    (horizon, round_len, ckpt, ctr, acc, queue, running, arrival, status, remaining, rate,
-     finish, grace_end, run_start, exec_time, end, resume_at, worker_node, worker_gpu, workers,
-     cpus_need, mem, work, user, service, node_dev, free_gpus, free_cpus, free_mem, gpu_owner,
-     idle_power, gpu_w, core_w, busy, busy_time, out_done, out_grace, device, seg_i,
-     seg_f) = step_args
-    (tput, dev_is_cpu, job_class, n_preempt, deadline, weight, inv_best, scale, limit,
-     run_window, win, rwin, mask2d, mask, nwin, rew, cap_dev, max_cap, max_workers, eff_exp,
-     first_start, free_dev, obs) = env_args
-    k_n = win.shape[0]
-    c_n = tput.shape[1]
-    nq = min(ctr[1], k_n)
-    for k in range(nq):
-        win[k] = queue[k]
-    mask_nb(win, nq, c_n, dev_is_cpu, workers, tput, cpus_need, mem, node_dev, free_gpus,
-            free_cpus, free_mem, mask2d)
+    jobs, js, run = P.jobs, S.job, S.run
+    ctr = run.ctr
+    k_n = ES.win.shape[0]
+    c_n = jobs.tput.shape[1]
+    if (ctr[CTR_QTAIL] - ctr[CTR_QHEAD]) > 2 * ctr[CTR_Q]:
+        queue_compact_nb(run, js.qpos)
+    nq = 0
+    for i in range(ctr[CTR_QHEAD], ctr[CTR_QTAIL]):
+        if nq == k_n:
+            break
+        j = run.queue[i]
+        if j >= 0:
+            ES.win[nq] = j
+            nq += 1
+    mask_nb(ES.win, nq, jobs, P.nodes, S.node, ES.mask2d)
+    mask = ES.mask
     feasible = False
     for k in range(k_n):
         for c in range(c_n):
-            m = mask2d[k, c]
+            m = ES.mask2d[k, c]
             mask[k * c_n + c] = m
             if m:
                 feasible = True
     base = k_n * c_n
     r = 0
-    for i in range(ctr[2]):
-        if r == run_window:
+    limit = P.opts.limit
+    for i in range(ctr[CTR_RUN]):
+        if r == EP.run_window:
             break
-        j = running[i]
-        if job_class[j] == 0 and status[j] == 2 and (limit < 0 or n_preempt[j] < limit):
-            rwin[r] = j
+        j = run.running[i]
+        if jobs.job_class[j] == 0 and js.status[j] == RUNNING and (limit < 0 or js.n_preempt[j] < limit):
+            ES.rwin[r] = j
             mask[base + r] = True
             r += 1
             feasible = True
-    for q in range(r, run_window):
+    for q in range(r, EP.run_window):
         mask[base + q] = False
     # waiting is feasible unless nothing could ever happen after it: nothing runs, every
     # job has arrived, and a start is possible (else "wait" would end the episode early
     # with the waiting jobs' JCT never counted)
-    mask[base + run_window] = not (feasible and ctr[2] == 0 and ctr[0] == arrival.shape[0])
-    nwin[0] = nq
-    nwin[1] = r
+    mask[base + EP.run_window] = not (feasible and ctr[CTR_RUN] == 0
+                                      and ctr[CTR_ARR] == jobs.arrival.shape[0])
+    ES.nwin[0] = nq
+    ES.nwin[1] = r
     return feasible
 
 
 @njit(cache=True)
-def observe_state_nb(step_args, env_args):
-    """Write the observation of the current state into ``env_args``' ``obs``."""
-    (horizon, round_len, ckpt, ctr, acc, queue, running, arrival, status, remaining, rate,
-     finish, grace_end, run_start, exec_time, end, resume_at, worker_node, worker_gpu, workers,
-     cpus_need, mem, work, user, service, node_dev, free_gpus, free_cpus, free_mem, gpu_owner,
-     idle_power, gpu_w, core_w, busy, busy_time, out_done, out_grace, device, seg_i,
-     seg_f) = step_args
-    (tput, dev_is_cpu, job_class, n_preempt, deadline, weight, inv_best, scale, limit,
-     run_window, win, rwin, mask2d, mask, nwin, rew, cap_dev, max_cap, max_workers, eff_exp,
-     first_start, free_dev, obs) = env_args
-    free_dev[:] = 0.0
-    for n in range(node_dev.shape[0]):
-        d = node_dev[n]
-        if dev_is_cpu[d]:
-            free_dev[d] += free_cpus[n]
-        else:
-            free_dev[d] += free_gpus[n]
-    observe_nb(acc[0], win, nwin[0], rwin, nwin[1], run_window, queue, ctr[1], ctr[2], ctr[0],
-               ctr[3], arrival.shape[0], arrival, workers, max_workers, remaining, tput, eff_exp,
-               job_class, deadline, first_start, free_dev, cap_dev, max_cap, n_preempt,
-               float(limit if limit >= 0 else 1), obs)
-
-
-@njit(cache=True)
-def decide_point_nb(force, step_args, env_args):
+def decide_point_nb(force, P, S, EP, ES):
     """Advance events until a start or preemption is feasible (at least one event if ``force``).
 
     Returns 1 at a decision point or when every job is done, 0 when no event
     is left (or the horizon is reached) with jobs unfinished, or a negative
-    code of :func:`~hetgym.sim.kernels.step_nb` (-3: grow the segment log
+    code of :func:`~hetgym.sim.events.step_nb` (-3: grow the segment log
     and call again with ``force=True``).
     """
-    (horizon, round_len, ckpt, ctr, acc, queue, running, arrival, status, remaining, rate,
-     finish, grace_end, run_start, exec_time, end, resume_at, worker_node, worker_gpu, workers,
-     cpus_need, mem, work, user, service, node_dev, free_gpus, free_cpus, free_mem, gpu_owner,
-     idle_power, gpu_w, core_w, busy, busy_time, out_done, out_grace, device, seg_i,
-     seg_f) = step_args
-    (tput, dev_is_cpu, job_class, n_preempt, deadline, weight, inv_best, scale, limit,
-     run_window, win, rwin, mask2d, mask, nwin, rew, cap_dev, max_cap, max_workers, eff_exp,
-     first_start, free_dev, obs) = env_args
-    n_jobs = arrival.shape[0]
+    jobs, run = P.jobs, S.run
+    ctr, acc = run.ctr, run.acc
+    rew = ES.rew
+    n_jobs = jobs.arrival.shape[0]
     if not force:
-        if update_mask_nb(step_args, env_args) or ctr[3] == n_jobs:
-            observe_state_nb(step_args, env_args)
+        if update_mask_nb(P, S, EP, ES) or ctr[CTR_DONE] == n_jobs:
+            observe_nb(P, S, EP, ES)
             return 1
     while True:
-        t0 = acc[0]
-        arrived = ctr[0]
-        done = ctr[3]
-        code, nd, ng = step_nb(horizon, round_len, ckpt, ctr, acc, queue, running, arrival,
-                               status, remaining, rate, finish, grace_end, run_start, exec_time,
-                               end, resume_at, worker_node, worker_gpu, workers, cpus_need, mem,
-                               work, user, service, node_dev, free_gpus, free_cpus, free_mem,
-                               gpu_owner, idle_power, gpu_w, core_w, busy, busy_time, out_done,
-                               out_grace, device, seg_i, seg_f)
+        t0 = acc[ACC_NOW]
+        arrived = ctr[CTR_ARR]
+        done = ctr[CTR_DONE]
+        code, nd, ng = step_nb(P, S)
         if code < 0:
             return code
-        dt = acc[0] - t0
+        dt = acc[ACC_NOW] - t0
         n_sys = arrived - done
         if dt > 0.0:
-            rew[0] -= n_sys * dt / scale
-            rew[1] -= rew[4] * dt
+            rew[REW_JCT] -= n_sys * dt / EP.scale
+            rew[REW_SLOWDOWN] -= rew[REW_INV_BEST] * dt
             if n_sys > 0 or arrived < n_jobs:
-                rew[2] -= dt / scale
-        for j in range(arrived, ctr[0]):
-            rew[4] += inv_best[j]
+                rew[REW_MAKESPAN] -= dt / EP.scale
+        for j in range(arrived, ctr[CTR_ARR]):
+            rew[REW_INV_BEST] += EP.inv_best[j]
         for k in range(nd):
-            j = out_done[k]
-            rew[4] -= inv_best[j]
-            late = acc[0] - deadline[j]
+            j = run.out_done[k]
+            rew[REW_INV_BEST] -= EP.inv_best[j]
+            late = acc[ACC_NOW] - jobs.deadline[j]
             if late > 0.0:
-                rew[3] -= weight[j] * late / scale
-        feasible = update_mask_nb(step_args, env_args)
-        if code == 0:
-            observe_state_nb(step_args, env_args)
-            return 1 if ctr[3] == n_jobs else 0
-        if ctr[3] == n_jobs or feasible:
-            observe_state_nb(step_args, env_args)
-            return 1
+                rew[REW_TARDINESS] -= jobs.weight[j] * late / EP.scale
+        feasible = update_mask_nb(P, S, EP, ES)
+        if code == STEP_NONE:
+            observe_nb(P, S, EP, ES)
+            return 1 if ctr[CTR_DONE] == n_jobs else 0
+        if ctr[CTR_DONE] == n_jobs or feasible:
+            observe_nb(P, S, EP, ES)
+            return STEP_MOVED
 
 
 @njit(cache=True)
-def start_and_decide_nb(job, dev, policy, out_node, out_gpu, extra, step_args, env_args):
-    """Start ``job`` on ``dev`` (default placement), then :func:`decide_point_nb` (not forced).
-
-    ``extra`` = ``(restart_delay, scaling_exponent, topology_coeff, network_distance,
-    n_restart, comm, node_gpus, node_dist)``: what a start needs beyond the two
-    other tuples (kept small: every tuple element costs dispatch time).
-    Returns ``100 + code`` if the start fails (codes of
-    :func:`~hetgym.sim.kernels.place_start_nb`), else the code of ``decide_point_nb``.
-    """
-    (horizon, round_len, ckpt, ctr, acc, queue, running, arrival, status, remaining, rate,
-     finish, grace_end, run_start, exec_time, end, resume_at, worker_node, worker_gpu, workers,
-     cpus_need, mem, work, user, service, node_dev, free_gpus, free_cpus, free_mem, gpu_owner,
-     idle_power, gpu_w, core_w, busy, busy_time, out_done, out_grace, device, seg_i,
-     seg_f) = step_args
-    (tput, dev_is_cpu, job_class, n_preempt, deadline, weight, inv_best, scale, limit,
-     run_window, win, rwin, mask2d, mask, nwin, rew, cap_dev, max_cap, max_workers, eff_exp,
-     first_start, free_dev, obs) = env_args
-    (restart_delay, scaling_exponent, topology_coeff, network_distance, n_restart, comm,
-     node_gpus, node_dist) = extra
-    code = place_start_nb(job, dev, policy, workers, out_node, out_gpu, restart_delay,
-                          scaling_exponent, topology_coeff, network_distance, ctr, acc, queue,
-                          running, status, remaining, rate, finish, run_start, first_start,
-                          resume_at, n_restart, device, worker_node, worker_gpu, tput, cpus_need,
-                          mem, comm, node_dev, dev_is_cpu, node_gpus, node_dist, free_gpus,
-                          free_cpus, free_mem, gpu_owner, gpu_w, core_w, busy)
+def start_and_decide_nb(job, dev, P, S, EP, ES):
+    """Start ``job`` on ``dev`` (the run's placement policy), then :func:`decide_point_nb`
+    (not forced). Returns ``100 + code`` if the start fails (codes of
+    :func:`~hetgym.sim.events.place_start_nb`), else the code of ``decide_point_nb``."""
+    code = place_start_nb(job, dev, P, S)
     if code != 0:
         return 100 + code
-    return decide_point_nb(False, step_args, env_args)
+    return decide_point_nb(False, P, S, EP, ES)

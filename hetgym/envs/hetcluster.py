@@ -10,13 +10,17 @@ from gymnasium import spaces
 
 from hetgym import scenarios as _scenarios
 from hetgym.decisions import SchedulingError
-from hetgym.envs.features import obs_size
+from hetgym.envs.features import layout, obs_size, observe_nb
 from hetgym.envs.fused import (
+    EnvParams,
+    EnvState,
     decide_point_nb,
-    observe_state_nb,
     start_and_decide_nb,
     update_mask_nb,
 )
+from hetgym.episodes import EpisodeWindows
+from hetgym.sim.dispatch import entry
+from hetgym.sim.events import STEP_LOG_FULL
 from hetgym.envs.reward import RewardTracker
 from hetgym.metrics import summarize
 from hetgym.sim.engine import InvariantError, Simulator
@@ -107,8 +111,8 @@ class HetClusterEnv(gym.Env):
         self.invalid_action = invalid_action
         self.reward_scale = float(reward_scale)
         self.render_mode = render_mode
-        n_total = len(sc.workload)
-        self.n_jobs = n_total if n_jobs is None else min(int(n_jobs), n_total)
+        self.windows = EpisodeWindows(len(sc.workload), n_jobs)
+        self.n_jobs = self.windows.size
         self.max_steps = max_steps if max_steps is not None else 20 * self.n_jobs + 1000
         self.n_start_actions = self.window * self.n_dev
         self.wait_action = self.n_start_actions + self.run_window
@@ -116,33 +120,36 @@ class HetClusterEnv(gym.Env):
         self.observation_space = spaces.Box(
             -1.0, 1.0, (obs_size(self.window, self.n_dev, self.run_window),), np.float32)
         self.sim: Simulator | None = None
-        self._mask2d = np.zeros((self.window, self.n_dev), dtype=np.bool_)
-        self._mask = np.zeros(self.action_space.n, dtype=np.bool_)
-        self._obs = np.zeros(self.observation_space.shape, dtype=np.float32)
-        self._win = np.zeros(self.window, dtype=np.int64)
-        self._rwin = np.zeros(max(self.run_window, 1), dtype=np.int64)
+        k, r = self.window, max(self.run_window, 1)
+        self._es = EnvState(
+            win=np.zeros(k, dtype=np.int64), rwin=np.zeros(r, dtype=np.int64),
+            nwin=np.zeros(2, dtype=np.int64), mask2d=np.zeros((k, self.n_dev), dtype=np.bool_),
+            mask=np.zeros(self.action_space.n, dtype=np.bool_), rew=np.zeros(5),
+            obs=np.zeros(self.observation_space.shape, dtype=np.float32),
+            scratch=np.zeros(self.n_dev))
+        self._mask, self._obs = self._es.mask, self._es.obs
+        self._win, self._rwin = self._es.win, self._es.rwin
         self._n_win = 0
         self._n_rwin = 0
-        self.reward = RewardTracker(sc.objective.as_dict(), self.reward_scale)
+        self.reward = RewardTracker(sc.objective.as_dict(), self.reward_scale, self._es.rew)
+        self.obs_layout = layout(self.window, self.n_dev, self.run_window, self.devices)
 
     def __repr__(self) -> str:
         return (f"HetClusterEnv(scenario={self.scenario.name!r}, devices={self.devices}, "
-                f"window={self.window}, n_jobs={self.n_jobs}, placement="
+                f"window={self.window}, windows={self.windows}, placement="
                 f"{self.scenario.options.placement!r}, objective={self.scenario.objective.as_dict()}, "
                 f"preemption={self.preemption})")
 
     # ----------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
-        """Draw a window of jobs and advance to the first decision point."""
+        """Draw a window of jobs (:attr:`windows`) and advance to the first decision point."""
         super().reset(seed=seed)
-        n_total = len(self.scenario.workload)
-        start = int(self.np_random.integers(0, n_total - self.n_jobs + 1))
-        rows = None if self.n_jobs == n_total else np.arange(start, start + self.n_jobs)
+        rows = self.windows.draw(self.np_random)
         sim_seed = int(self.np_random.integers(0, 2**31 - 1))
         self.attach(Simulator(self.scenario, seed=sim_seed, rows=rows))
         self._advance_until_decision(force=True)
-        return self._obs.copy(), self._info({})
+        return self._obs.copy(), self._info(None)
 
     def attach(self, sim: Simulator) -> None:
         """Make this env read its window, mask, observation and reward from ``sim``.
@@ -157,20 +164,24 @@ class HetClusterEnv(gym.Env):
         cap_dev = np.asarray([sim.scenario.cluster.capacity(d) for d in self.devices],
                              dtype=np.float64)
         inv_best = self.reward.reset(sim)
-        limit = sim.options.max_preemptions
-        jb, js = sim.jobs, sim.js
-        self._nwin = np.zeros(2, dtype=np.int64)
-        self._env_args = (
-            jb.tput, sim.nodes.dev_is_cpu, jb.job_class, js.n_preempt, jb.deadline, jb.weight,
-            inv_best, self.reward_scale, -1 if limit is None else int(limit), self.run_window,
-            self._win, self._rwin, self._mask2d, self._mask, self._nwin, self.reward.rew, cap_dev,
-            float(cap_dev.max()), float(jb.workers.max()), sim.options.scaling_exponent,
-            js.first_start, np.zeros(self.n_dev), self._obs)
-        o = sim.options
-        self._extra = (o.restart_delay, o.scaling_exponent, o.topology_coeff, o.network_distance,
-                       js.n_restart, jb.comm, sim.nodes.gpus, sim.nodes.dist)
+        self._ep = EnvParams(inv_best=inv_best, scale=self.reward_scale,
+                             run_window=self.run_window, cap_dev=cap_dev,
+                             max_cap=float(cap_dev.max()),
+                             max_workers=float(sim.jobs.workers.max()))
+        self._bind()
         self.steps = 0
         self._stuck = False
+
+    def _bind(self) -> None:
+        """Entry points of the env kernels for the current state's types (see
+        :mod:`hetgym.sim.dispatch`)."""
+        sim = self.sim
+        args = (sim.params, sim.state, self._ep, self._es)
+        self._decide = entry(decide_point_nb, True, *args)
+        self._start_decide = entry(start_and_decide_nb, 0, 0, *args)
+        self._update_mask = entry(update_mask_nb, *args)
+        self._observe = entry(observe_nb, *args)
+        self._bound_state = sim.state
 
     def refresh(self) -> tuple[bool, np.ndarray]:
         """Recompute window, mask and observation for the simulator's current state.
@@ -180,32 +191,40 @@ class HetClusterEnv(gym.Env):
         sim = self.sim
         if sim is None:
             raise RuntimeError("call reset() or attach() before refresh()")
-        feasible = bool(update_mask_nb(sim._step_args, self._env_args))
-        observe_state_nb(sim._step_args, self._env_args)
-        self._n_win = int(self._nwin[0])
-        self._n_rwin = int(self._nwin[1])
+        if sim.state is not self._bound_state:
+            self._bind()
+        args = (sim.params, sim.state, self._ep, self._es)
+        feasible = bool(self._update_mask(*args))
+        self._observe(*args)
+        self._n_win = int(self._es.nwin[0])
+        self._n_rwin = int(self._es.nwin[1])
         return feasible, self._obs.copy()
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        """Apply one action, then run the simulator to the next decision point."""
+        """Apply one action, then run the simulator to the next decision point.
+
+        An action the mask forbids is refused with ``invalid_action="raise"``; with
+        ``"wait"`` it waits if waiting is allowed, else it does nothing (no time
+        passes): it can neither end nor shorten the episode.
+        """
         sim = self.sim
         if sim is None:
             raise RuntimeError("call reset() before step()")
-        a = int(action)
-        if not 0 <= a < self.action_space.n:
-            raise ValueError(f"action {action} out of range 0..{self.action_space.n - 1}")
+        a = self._check_action(action)
         self.steps += 1
-        self.reward.begin_step()
         invalid = not self._mask[a]
         if invalid and self.invalid_action == "raise":
             raise SchedulingError(self._why_invalid(a))
-        if invalid or a == self.wait_action:
+        if invalid and not self._mask[self.wait_action]:
+            pass  # a no-op: nothing is started and no time passes
+        elif invalid or a == self.wait_action:
             self._advance_until_decision(force=True)
         elif a < self.n_start_actions:
             k, c = divmod(a, self.n_dev)
-            code = start_and_decide_nb(int(self._win[k]), c, sim.policy, sim._out_node,
-                                       sim._out_gpu, self._extra, sim._step_args,
-                                       self._env_args)
+            if sim.state is not self._bound_state:
+                self._bind()
+            code = self._start_decide(int(self._win[k]), c, sim.params, sim.state, self._ep,
+                                      self._es)
             if code >= 100:
                 raise SchedulingError(f"action {a}: job {int(self._win[k])} could not start "
                                       f"on {self.devices[c]} (code {code - 100})")
@@ -216,6 +235,9 @@ class HetClusterEnv(gym.Env):
         terminated = sim.finished
         truncated = (not terminated) and (self.steps >= self.max_steps or self._stuck)
         terms = self.reward.terms(sim)
+        if truncated:
+            charge = self.reward.truncation_charge(sim)
+            terms = {k: v + charge[k] for k, v in terms.items()}
         reward = self.reward.combine(terms)
         info = self._info(terms)
         info["invalid_action"] = invalid
@@ -228,6 +250,19 @@ class HetClusterEnv(gym.Env):
         return self._mask.copy()
 
     # -------------------------------------------------------------- internals
+    def _check_action(self, action: Any) -> int:
+        """The action as an int, or a ValueError saying what was expected."""
+        a = action
+        if isinstance(a, np.ndarray) and a.shape == ():
+            a = a[()]
+        if not isinstance(a, (int, np.integer)):
+            raise ValueError(f"action must be an integer in 0..{self.action_space.n - 1} "
+                             f"(Discrete), got {action!r} of type {type(action).__name__}")
+        a = int(a)
+        if not 0 <= a < self.action_space.n:
+            raise ValueError(f"action {a} out of range 0..{self.action_space.n - 1}")
+        return a
+
     def _advance_until_decision(self, force: bool) -> None:
         """Advance events until a start/preempt is feasible (at least one event if ``force``).
 
@@ -236,18 +271,21 @@ class HetClusterEnv(gym.Env):
         """
         sim = self.sim
         assert sim is not None
-        self._after_decide(decide_point_nb(force, sim._step_args, self._env_args))
+        if sim.state is not self._bound_state:
+            self._bind()
+        self._after_decide(self._decide(force, sim.params, sim.state, self._ep, self._es))
 
     def _after_decide(self, code: int) -> None:
         sim = self.sim
-        while code == -3:  # segment log full: grow it and go on
+        while code == STEP_LOG_FULL:  # segment log full: grow it and go on
             sim.grow_segments()
-            code = decide_point_nb(True, sim._step_args, self._env_args)
+            self._bind()
+            code = self._decide(True, sim.params, sim.state, self._ep, self._es)
         if code < 0:
             raise InvariantError(f"simulator invariant violated (code {code}) at t={sim.now}")
         self._stuck = code == 0
-        self._n_win = int(self._nwin[0])
-        self._n_rwin = int(self._nwin[1])
+        self._n_win = int(self._es.nwin[0])
+        self._n_rwin = int(self._es.nwin[1])
 
     def _why_invalid(self, a: int) -> str:
         if a < self.n_start_actions:
@@ -261,11 +299,11 @@ class HetClusterEnv(gym.Env):
             return f"action {a}: running-window slot {a - self.n_start_actions} holds no preemptible job"
         return f"action {a}: wait is not allowed now"
 
-    def _info(self, terms: dict[str, float]) -> dict[str, Any]:
+    def _info(self, terms: dict[str, float] | None) -> dict[str, Any]:
         sim = self.sim
-        ctr = sim.ctr
-        return {"action_mask": self._mask.copy(), "reward_terms": terms, "time": float(sim.acc[0]),
-                "queued": int(ctr[1]), "running": int(ctr[2]), "done": int(ctr[3])}
+        return {"action_mask": self._mask.copy(), "reward_terms": terms or {},
+                "time": sim.now, "queued": sim.n_queue, "running": sim.n_running,
+                "done": sim.n_done}
 
     # ------------------------------------------------------------------ render
     def render(self) -> str | np.ndarray | None:

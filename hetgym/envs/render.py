@@ -26,8 +26,8 @@ def ansi(sim: "Simulator") -> str:
             used = nd.cpus[n] - ns.free_cpus[n]
             k = int(round(10 * used / nd.cpus[n])) if nd.cpus[n] else 0
             bar = "#" * k + "." * (10 - k)
-        lines.append(f"  {nd.name[n]:>12s} [{dev:>8s}] {bar}")
-    head = sim.queue[: min(sim.n_queue, 8)].tolist()
+        lines.append(f"  {sim.node_names[n]:>12s} [{dev:>8s}] {bar}")
+    head = sim.queued()[:8].tolist()
     lines.append(f"  queue head: {head}{' ...' if sim.n_queue > 8 else ''}")
     return "\n".join(lines)
 
@@ -61,7 +61,7 @@ def rgb_array(sim: "Simulator") -> np.ndarray:
     import matplotlib.pyplot as plt
 
     segs = list(sim.segments)
-    for j in sim.running[: sim.n_running].tolist():
+    for j in sim.running_jobs().tolist():
         segs.append((j, float(sim.js.run_start[j]), sim.now, int(sim.js.device[j]),
                      int(sim.js.worker_node[j, 0])))
     fig = gantt_figure(segs, sim.devices, len(sim.nodes.dev), sim.now,

@@ -38,3 +38,7 @@ class JobClass(IntEnum):
 
     BE = 0  #: best effort
     TE = 1  #: trial and error
+
+
+#: Plain-int status codes for the Numba kernels (the values of :class:`JobStatus`).
+FUTURE, QUEUED, RUNNING, GRACE, DONE = 0, 1, 2, 3, 4

@@ -11,15 +11,34 @@ See DESIGN.md "Simulation semantics" for the meaning of each mechanism.
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import numpy as np
 
 from hetgym.decisions import Decision, Placement, Preempt, SchedulingError, Start, Wait
 from hetgym.sim import events as E
-from hetgym.sim.codes import JobStatus, PlacementPolicy
-from hetgym.sim.state import build_jobs, build_nodes, new_job_state, new_node_state
+from hetgym.sim import kernels as K
+from hetgym.sim.codes import JobStatus
+from hetgym.sim.dispatch import entry
+from hetgym.sim.state import (
+    ACC_ENERGY,
+    ACC_NOW,
+    ACC_POWER,
+    CTR_ARR,
+    CTR_DONE,
+    CTR_ERR,
+    CTR_EV,
+    CTR_Q,
+    CTR_QHEAD,
+    CTR_RUN,
+    CTR_SEG,
+    Params,
+    State,
+    build_jobs,
+    build_params,
+    new_state,
+    node_names,
+)
 from hetgym.specs import Scenario
 
 __all__ = ["Simulator", "InvariantError"]
@@ -35,14 +54,19 @@ class InvariantError(AssertionError):
 class Simulator:
     """State and mechanics of one simulated run.
 
+    The state is two typed NamedTuples (:mod:`hetgym.sim.state`): ``params``
+    (static) and ``state`` (dynamic), passed whole to the kernels of
+    :mod:`hetgym.sim.events`. ``jobs``/``nodes`` and ``js``/``ns`` are their
+    job and node parts.
+
     Args:
         scenario: The scenario to simulate.
         seed: Seed of the run's RNG (offered to schedulers as ``view.rng``).
         round_length: Decision points every ``round_length`` seconds besides events
             (``None``: events only).
         check_every_event: Check capacity invariants after every event (slow; tests).
-        rows: Simulate only these rows of the workload (an episode window), arrivals
-            rebased to start at 0.
+        rows: Simulate only these rows of the workload (an episode window, cut by
+            :func:`hetgym.sim.state.cut_window`).
     """
 
     def __init__(self, scenario: Scenario, seed: int = 0, round_length: float | None = None,
@@ -50,123 +74,116 @@ class Simulator:
         self.scenario = scenario
         self.options = scenario.options
         self.devices: list[str] = scenario.device_types
-        self.nodes = build_nodes(scenario)
         self.rows = None if rows is None else np.asarray(rows, dtype=np.int64)
-        self.jobs = build_jobs(scenario, self.rows)
-        self.js = new_job_state(self.jobs)
-        self.ns = new_node_state(self.nodes)
+        self.round_length = round_length
+        self.params: Params = build_params(scenario, build_jobs(scenario, self.rows), round_length)
+        self.state: State = new_state(self.params, round_length)
+        self.jobs, self.nodes = self.params.jobs, self.params.nodes
+        self.js, self.ns = self.state.job, self.state.node
+        self.node_names = node_names(scenario)
         self.rng = np.random.default_rng(seed)
         self.seed = seed
-        self.policy = int(PlacementPolicy.of(self.options.placement))
-        n = len(self.jobs.arrival)
-        self.n_jobs = n
-        self.queue = np.empty(n + 1, dtype=np.int64)
-        self.running = np.empty(n + 1, dtype=np.int64)
-        self.ctr = np.zeros(7, dtype=np.int64)  # see kernels: arrival ptr, queue, running, done, events, err, segments
-        self.acc = np.zeros(4)  # now, energy J, active power W, next round
-        self.round_length = round_length
-        self.acc[E.ACC_ROUND] = round_length if round_length else math.inf
+        self.policy = self.params.opts.policy
+        self.n_jobs = len(self.jobs.arrival)
         self.check_every_event = check_every_event
-        self.n_users = int(self.jobs.user.max()) + 1
-        self.service = np.zeros(self.n_users)
-        self.idle_power = float(self.nodes.idle_w.sum())
-        self.busy = np.zeros(len(self.devices))  # busy GPUs / cores per device type
-        self.busy_time = np.zeros(len(self.devices))
         self.decision_points = 0
-        self.seg_i = np.zeros((2 * n + 16, 3), dtype=np.int64)  # job, device, first node per run
-        self.seg_f = np.zeros((2 * n + 16, 2))  # start, end per run
         self.stalled = False
         self.last_done = np.empty(0, dtype=np.int64)
-        self._wmax = self.js.worker_node.shape[1]
-        self._buf_done = np.empty(n + 1, dtype=np.int64)
-        self._buf_grace = np.empty(n + 1, dtype=np.int64)
-        self._out_node = np.empty(self._wmax, dtype=np.int64)
-        self._out_gpu = np.empty(self._wmax, dtype=np.int64)
-        self._adm_job = np.empty(0, dtype=np.int64)
-        self._adm_dev = self._adm_job
-        self._adm_nodes = np.empty((0, self._wmax), dtype=np.int64)
-        self._adm_gpus = self._adm_nodes
-        jb, js, nd, ns = self.jobs, self.js, self.nodes, self.ns
-        opts = self.options
-        # argument tuples of the fused kernels (the arrays never change identity)
-        self._step_args = (
-            opts.horizon, float(round_length or 0.0), opts.checkpoint_interval,
-            self.ctr, self.acc, self.queue, self.running, jb.arrival, js.status, js.remaining,
-            js.rate, js.finish, js.grace_end, js.run_start, js.exec_time, js.end, js.resume_at,
-            js.worker_node, js.worker_gpu, jb.workers, jb.cpus_need, jb.mem, jb.work, jb.user,
-            self.service, nd.dev, ns.free_gpus, ns.free_cpus, ns.free_mem, ns.gpu_owner,
-            self.idle_power, nd.gpu_w, nd.core_w, self.busy, self.busy_time, self._buf_done,
-            self._buf_grace, js.device, self.seg_i, self.seg_f)
-        self._release_args = (
-            self.options.checkpoint_interval, self.ctr, self.acc, self.queue, self.running,
-            js.status, js.remaining, js.rate, js.finish, js.grace_end, js.run_start, js.exec_time,
-            js.resume_at, js.worker_node, js.worker_gpu, jb.workers, jb.cpus_need, jb.mem, jb.work,
-            nd.dev, ns.free_gpus, ns.free_cpus, ns.free_mem, ns.gpu_owner, nd.gpu_w, nd.core_w,
-            self.busy, js.device, self.seg_i, self.seg_f)
-        self._start_args = (
-            opts.restart_delay, opts.scaling_exponent, opts.topology_coeff, opts.network_distance,
-            self.ctr, self.acc, self.queue, self.running, js.status, js.remaining, js.rate,
-            js.finish, js.run_start, js.first_start, js.resume_at, js.n_restart, js.device,
-            js.worker_node, js.worker_gpu, jb.tput, jb.cpus_need, jb.mem, jb.comm, nd.dev,
-            nd.dev_is_cpu, nd.gpus, nd.dist, ns.free_gpus, ns.free_cpus, ns.free_mem,
-            ns.gpu_owner, nd.gpu_w, nd.core_w, self.busy)
+        self._bind()
         from hetgym.sim.view import View
 
         self.view = View(self)
 
+    def _bind(self) -> None:
+        """Resolve the kernels' entry points for this state's types (again after it is replaced)."""
+        P, S = self.params, self.state
+        self._step = entry(E.step_nb, P, S)
+        self._start = entry(E.start_nb, 0, 1, S.run.out_node, S.run.out_gpu, P, S)
+        self._place_start = entry(E.place_start_nb, 0, 0, P, S)
+        self._release = entry(E.release_nb, 0, True, True, P, S)
+
     # ------------------------------------------------------------- counters
+    @property
+    def ctr(self) -> np.ndarray:
+        """Counters (``hetgym.sim.state.CTR_*``)."""
+        return self.state.run.ctr
+
+    @property
+    def acc(self) -> np.ndarray:
+        """Accumulators (``hetgym.sim.state.ACC_*``)."""
+        return self.state.run.acc
+
+    @property
+    def service(self) -> np.ndarray:
+        """Per-user worker-seconds held so far."""
+        return self.state.run.service
+
+    @property
+    def busy_time(self) -> np.ndarray:
+        """Per device type: busy GPUs (cores for ``cpu``) integrated over time."""
+        return self.state.run.busy_time
+
     @property
     def now(self) -> float:
         """Current simulated time (s)."""
-        return float(self.acc[E.ACC_NOW])
+        return float(self.state.run.acc[ACC_NOW])
 
     @property
     def next_arrival(self) -> int:
         """Index of the next job to arrive (= number of jobs arrived)."""
-        return int(self.ctr[E.CTR_ARR])
+        return int(self.state.run.ctr[CTR_ARR])
 
     @property
     def n_queue(self) -> int:
         """Number of waiting jobs."""
-        return int(self.ctr[E.CTR_Q])
+        return int(self.state.run.ctr[CTR_Q])
 
     @property
     def n_running(self) -> int:
         """Number of jobs holding resources."""
-        return int(self.ctr[E.CTR_RUN])
+        return int(self.state.run.ctr[CTR_RUN])
 
     @property
     def n_done(self) -> int:
         """Number of completed jobs."""
-        return int(self.ctr[E.CTR_DONE])
+        return int(self.state.run.ctr[CTR_DONE])
 
     @property
     def events(self) -> int:
         """Number of event instants processed."""
-        return int(self.ctr[E.CTR_EV])
+        return int(self.state.run.ctr[CTR_EV])
 
     @property
     def energy_j(self) -> float:
         """IT energy used so far (J)."""
-        return float(self.acc[E.ACC_ENERGY])
+        return float(self.state.run.acc[ACC_ENERGY])
 
     @property
     def active_power(self) -> float:
         """Current active power above idle (W)."""
-        return float(self.acc[E.ACC_POWER])
+        return float(self.state.run.acc[ACC_POWER])
 
     @property
     def finished(self) -> bool:
         """Whether every job has completed."""
-        return self.ctr[E.CTR_DONE] == self.n_jobs
+        return self.state.run.ctr[CTR_DONE] == self.n_jobs
+
+    def queued(self) -> np.ndarray:
+        """The waiting jobs in queue order (a view into the queue buffer, valid until the
+        simulator moves on): arrival order, suspended jobs at the head."""
+        run = self.state.run
+        K.queue_compact_nb(run, self.js.qpos)
+        h = int(run.ctr[CTR_QHEAD])
+        return run.queue[h: h + int(run.ctr[CTR_Q])]
+
+    def running_jobs(self) -> np.ndarray:
+        """Jobs holding resources, in start order (a view, valid until the simulator moves on)."""
+        return self.state.run.running[: self.n_running]
 
     # ------------------------------------------------------------------ time
     def next_event_time(self) -> float:
         """Time of the next event (``inf`` if none)."""
-        js = self.js
-        return float(E.next_event_nb(float(self.round_length or 0.0), self.ctr, self.acc,
-                                     self.jobs.arrival, self.running, js.status, js.finish,
-                                     js.grace_end))
+        return float(E.next_event_nb(self.params, self.state))
 
     def advance(self) -> bool:
         """Jump to the next event time and process every event there.
@@ -174,25 +191,19 @@ class Simulator:
         Returns False (and does nothing) if there is no further event or the
         next one lies past the horizon (then time moves to the horizon).
         """
-        code, n_d, n_g = E.step_nb(*self._step_args)
-        if code == -3:
+        code, n_d, n_g = self._step(self.params, self.state)
+        if code == E.STEP_LOG_FULL:
             self.grow_segments()
-            code, n_d, n_g = E.step_nb(*self._step_args)
-        if code == 1 and not (n_d or n_g):
-            self.last_done = self._buf_done[:0]
-            if self.check_every_event:
-                self.check_capacity()
-            return True
-        js, jb = self.js, self.jobs
-        if code == -1:
-            j = int(self.ctr[E.CTR_ERR])
-            raise InvariantError(f"job {j} completes with {js.remaining[j]} of {jb.work[j]} "
-                                 "iterations left")
-        if code == -2:
+            code, n_d, n_g = self._step(self.params, self.state)
+        if code == E.STEP_WORK_LEFT:
+            j = int(self.ctr[CTR_ERR])
+            raise InvariantError(f"job {j} completes with {self.js.remaining[j]} of "
+                                 f"{self.jobs.work[j]} iterations left")
+        if code == E.STEP_TIME_BACK:
             raise InvariantError(f"time went back from {self.now}")
-        if code == 0:
+        if code == E.STEP_NONE:
             return False
-        self.last_done = self._buf_done[:n_d]
+        self.last_done = self.state.run.out_done[:n_d]
         if self.check_every_event:
             self.check_capacity()
         return True
@@ -245,9 +256,8 @@ class Simulator:
             dev = self.device_index(device)
             if jb.tput[job, dev] <= 0:
                 raise SchedulingError(f"Start: job {job} cannot run on {self.devices[dev]} (tput 0)")
-            code = E.place_start_nb(job, dev, self.policy, jb.workers, self._out_node,
-                                    self._out_gpu, *self._start_args)
-            if code == 9:
+            code = self._place_start(job, dev, self.params, self.state)
+            if code == E.START_NO_ROOM:
                 raise SchedulingError(
                     f"Start: job {job} ({w} workers, {jb.cpus_need[job, dev]} cores, "
                     f"{jb.mem[job]} GB each) does not fit on free {self.devices[dev]} capacity"
@@ -265,7 +275,8 @@ class Simulator:
                 raise SchedulingError(
                     f"Start: job {job} asks for {self.devices[dev]} but its placement is on "
                     f"{sorted(self.devices[d] for d in on)} (give device=None for a mixed allocation)")
-        code = E.start_nb(job, w, nodes, gpus, *self._start_args)
+        code = self._start(job, w, np.ascontiguousarray(nodes, dtype=np.int64),
+                           np.ascontiguousarray(gpus, dtype=np.int64), self.params, self.state)
         if code:
             raise SchedulingError(f"Start: placement of job {job} is invalid: {self._REASONS[code]}")
 
@@ -287,27 +298,28 @@ class Simulator:
             js.status[job] = GRACE
             js.grace_end[job] = self.now + gp
         else:
-            if self.ctr[E.CTR_SEG] + 1 > self.seg_i.shape[0]:
+            if self.ctr[CTR_SEG] + 1 > self.state.run.seg_i.shape[0]:
                 self.grow_segments()
-            E.release_nb(job, True, True, *self._release_args)
+            self._release(job, True, True, self.params, self.state)
 
     def grow_segments(self) -> None:
         """Double the segment log (called when a kernel reports it full)."""
-        k = self.seg_i.shape[0]
-        need = max(2 * k, int(self.ctr[E.CTR_SEG]) + self.n_running + 16)
+        run = self.state.run
+        k = run.seg_i.shape[0]
+        need = max(2 * k, int(run.ctr[CTR_SEG]) + self.n_running + 16)
         seg_i = np.zeros((need, 3), dtype=np.int64)
         seg_f = np.zeros((need, 2))
-        seg_i[:k] = self.seg_i
-        seg_f[:k] = self.seg_f
-        self.seg_i, self.seg_f = seg_i, seg_f
-        self._step_args = self._step_args[:-2] + (seg_i, seg_f)
-        self._release_args = self._release_args[:-2] + (seg_i, seg_f)
+        seg_i[:k] = run.seg_i
+        seg_f[:k] = run.seg_f
+        self.state = self.state._replace(run=run._replace(seg_i=seg_i, seg_f=seg_f))
+        self._bind()
 
     @property
     def segments(self) -> list[tuple[int, float, float, int, int]]:
         """Finished runs as ``(job, start, end, device index, first node)``."""
-        k = int(self.ctr[E.CTR_SEG])
-        si, sf = self.seg_i[:k], self.seg_f[:k]
+        run = self.state.run
+        k = int(run.ctr[CTR_SEG])
+        si, sf = run.seg_i[:k], run.seg_f[:k]
         return list(zip(si[:, 0].tolist(), sf[:, 0].tolist(), sf[:, 1].tolist(),
                         si[:, 1].tolist(), si[:, 2].tolist()))
 
@@ -320,7 +332,7 @@ class Simulator:
             raise InvariantError(f"over-allocation at t={self.now}")
         used_g = np.zeros_like(ns.free_gpus)
         used_c = np.zeros_like(ns.free_cpus)
-        for j in self.running[: self.n_running].tolist():
+        for j in self.running_jobs().tolist():
             w = int(jb.workers[j])
             for n, g in zip(js.worker_node[j, :w].tolist(), js.worker_gpu[j, :w].tolist()):
                 used_c[n] += jb.cpus_need[j, nd.dev[n]]

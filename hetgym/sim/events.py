@@ -1,10 +1,13 @@
-"""Fused Numba paths of the simulator: one call per event instant, per start.
+"""Fused Numba paths of the simulator over the typed state: one call per event instant, per start.
 
-``step_nb`` processes every event of the next instant (completions, grace
-ends, arrivals, round boundary); ``start_nb`` / ``place_start_nb`` validate and
-start a job; ``release_nb`` gives a job's resources back; ``admit_nb`` is the
-greedy admission used by FIFO-like baselines. They compose the small kernels
-of :mod:`hetgym.sim.kernels` and follow the same rules (pure, no RNG or I/O).
+Every kernel takes ``P`` (:class:`~hetgym.sim.state.Params`) and ``S``
+(:class:`~hetgym.sim.state.State`) whole. ``step_nb`` processes every event of
+the next instant (completions, grace ends, arrivals, round boundary) and is the
+one step function that both :func:`hetgym.simulate` and ``HetCluster-v0`` drive;
+``start_nb`` / ``place_start_nb`` validate and start a job; ``release_nb`` gives
+a job's resources back; ``admit_nb`` is the greedy admission of FIFO-like
+baselines. They compose the small kernels of :mod:`hetgym.sim.kernels` and
+follow the same rules (pure, no RNG or I/O).
 """
 
 from __future__ import annotations
@@ -12,264 +15,305 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from hetgym.sim.codes import DONE, GRACE, QUEUED, RUNNING
 from hetgym.sim.kernels import (
     alloc_nb,
     check_placement_nb,
-    insert_front_nb,
+    may_fit_nb,
     place_nb,
+    queue_push_front_nb,
+    queue_push_nb,
+    queue_remove_nb,
     rate_nb,
-    remove_nb,
+)
+from hetgym.sim.state import (
+    ACC_ENERGY,
+    ACC_NOW,
+    ACC_POWER,
+    ACC_ROUND,
+    CTR_ARR,
+    CTR_DONE,
+    CTR_ERR,
+    CTR_EV,
+    CTR_Q,
+    CTR_RUN,
+    CTR_SEG,
 )
 
-# ctr (int64[7]):  0 next_arrival, 1 n_queue, 2 n_running, 3 n_done, 4 events, 5 error job,
-#                  6 segments logged
-# acc (float64[4]): 0 now, 1 energy_j, 2 active power (W), 3 next round (inf if none)
-# seg_i (int64[S, 3]): job, device index (-2 mixed), first node of each finished run
-# seg_f (float64[S, 2]): start, end of each finished run
-CTR_ARR, CTR_Q, CTR_RUN, CTR_DONE, CTR_EV, CTR_ERR, CTR_SEG = 0, 1, 2, 3, 4, 5, 6
-ACC_NOW, ACC_ENERGY, ACC_POWER, ACC_ROUND = 0, 1, 2, 3
+#: Return codes of :func:`step_nb`.
+STEP_MOVED, STEP_NONE, STEP_WORK_LEFT, STEP_TIME_BACK, STEP_LOG_FULL = 1, 0, -1, -2, -3
+#: Return codes of :func:`start_nb` / :func:`place_start_nb` besides those of
+#: :func:`~hetgym.sim.kernels.check_placement_nb` (1-6).
+START_OK, START_NOT_QUEUED, START_TPUT_ZERO, START_NO_ROOM = 0, 7, 8, 9
 
 
 @njit(cache=True)
-def power_busy_nb(job, w, nodes, gpus, sign, cpus_need_row, node_dev, gpu_w, core_w, busy, acc):
+def power_busy_nb(w, wnodes, wgpus, sign, cpus_row, nodes, run):
     """Add (sign=+1) or remove (-1) a placement's active power and busy units."""
     for i in range(w):
-        n = nodes[i]
-        d = node_dev[n]
-        if gpus[i] >= 0:
-            acc[2] += sign * gpu_w[n]
-            busy[d] += sign
+        n = wnodes[i]
+        d = nodes.dev[n]
+        if wgpus[i] >= 0:
+            run.acc[ACC_POWER] += sign * nodes.gpu_w[n]
+            run.busy[d] += sign
         else:
-            acc[2] += sign * core_w[n] * cpus_need_row[d]
-            busy[d] += sign * cpus_need_row[d]
+            run.acc[ACC_POWER] += sign * nodes.core_w[n] * cpus_row[d]
+            run.busy[d] += sign * cpus_row[d]
 
 
 @njit(cache=True)
-def release_nb(job, to_queue, lose_progress, ckpt, ctr, acc, queue, running, status, remaining,
-               rate, finish, grace_end, run_start, exec_time, resume_at, worker_node,
-               worker_gpu, workers, cpus_need, mem, work, node_dev, free_gpus, free_cpus,
-               free_mem, gpu_owner, gpu_w, core_w, busy, device, seg_i, seg_f):
+def _running_remove_nb(run, job):
+    """Remove ``job`` from the running list, keeping start order (bounded by the cluster size)."""
+    n = run.ctr[CTR_RUN]
+    r = run.running
+    for i in range(n):
+        if r[i] == job:
+            for k in range(i, n - 1):
+                r[k] = r[k + 1]
+            run.ctr[CTR_RUN] = n - 1
+            return
+
+
+@njit(cache=True)
+def release_nb(job, to_queue, lose_progress, P, S):
     """Give back a running job's resources; to the queue head (suspend) or nowhere (done).
 
-    With ``lose_progress`` and ``ckpt > 0``, the progress made since the last
-    checkpoint of this run (``fmod(now - resume_at, ckpt) * rate``) is lost.
+    With ``lose_progress`` and a checkpoint interval, the progress made since
+    the last checkpoint of this run (``fmod(now - resume_at, ckpt) * rate``) is lost.
     """
-    now = acc[0]
-    w = workers[job]
+    jobs, nodes, js, run = P.jobs, P.nodes, S.job, S.run
+    now = run.acc[ACC_NOW]
+    w = jobs.workers[job]
+    ckpt = P.opts.ckpt
     if lose_progress and ckpt > 0.0:
-        progressed = now - resume_at[job]
+        progressed = now - js.resume_at[job]
         if progressed > 0.0:
-            lost = np.fmod(progressed, ckpt) * rate[job]
-            remaining[job] = min(work[job], remaining[job] + lost)
-    nodes = worker_node[job, :w]
-    gpus = worker_gpu[job, :w]
-    alloc_nb(job, w, nodes, gpus, -1, cpus_need[job], mem[job], node_dev, free_gpus, free_cpus,
-             free_mem, gpu_owner)
-    power_busy_nb(job, w, nodes, gpus, -1, cpus_need[job], node_dev, gpu_w, core_w, busy, acc)
-    exec_time[job] += now - run_start[job]
-    k = ctr[6]
-    seg_i[k, 0] = job
-    seg_i[k, 1] = device[job]
-    seg_i[k, 2] = worker_node[job, 0]
-    seg_f[k, 0] = run_start[job]
-    seg_f[k, 1] = now
-    ctr[6] = k + 1
-    rate[job] = 0.0
-    finish[job] = np.inf
-    grace_end[job] = np.inf
-    ctr[2] = remove_nb(running, ctr[2], job)
+            lost = np.fmod(progressed, ckpt) * js.rate[job]
+            js.remaining[job] = min(jobs.work[job], js.remaining[job] + lost)
+    wn = js.worker_node[job, :w]
+    wg = js.worker_gpu[job, :w]
+    alloc_nb(job, w, wn, wg, -1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
+    power_busy_nb(w, wn, wg, -1, jobs.cpus_need[job], nodes, run)
+    js.exec_time[job] += now - js.run_start[job]
+    k = run.ctr[CTR_SEG]
+    run.seg_i[k, 0] = job
+    run.seg_i[k, 1] = js.device[job]
+    run.seg_i[k, 2] = js.worker_node[job, 0]
+    run.seg_f[k, 0] = js.run_start[job]
+    run.seg_f[k, 1] = now
+    run.ctr[CTR_SEG] = k + 1
+    js.rate[job] = 0.0
+    js.finish[job] = np.inf
+    js.grace_end[job] = np.inf
+    _running_remove_nb(run, job)
     if to_queue:
-        status[job] = 1
-        ctr[1] = insert_front_nb(queue, ctr[1], job)
+        js.status[job] = QUEUED
+        queue_push_front_nb(run, js.qpos, job)
 
 
 @njit(cache=True)
-def next_event_nb(round_len, ctr, acc, arrival, running, status, finish, grace_end):
+def next_event_nb(P, S):
     """Time of the next event (``inf`` if none): the next arrival, the earliest
     projected finish or grace end of a running job, and the next round boundary
     while a job runs or waits."""
+    run, js = S.run, S.job
+    ctr = run.ctr
+    arrival = P.jobs.arrival
     t = np.inf
-    if ctr[0] < arrival.shape[0]:
-        t = arrival[ctr[0]]
-    for i in range(ctr[2]):
-        j = running[i]
-        if finish[j] < t:
-            t = finish[j]
-        if status[j] == 3 and grace_end[j] < t:
-            t = grace_end[j]
-    if round_len > 0.0 and (ctr[2] > 0 or ctr[1] > 0) and acc[3] < t:
-        t = acc[3]
+    if ctr[CTR_ARR] < arrival.shape[0]:
+        t = arrival[ctr[CTR_ARR]]
+    for i in range(ctr[CTR_RUN]):
+        j = run.running[i]
+        if js.finish[j] < t:
+            t = js.finish[j]
+        if js.status[j] == GRACE and js.grace_end[j] < t:
+            t = js.grace_end[j]
+    if P.opts.round_len > 0.0 and (ctr[CTR_RUN] > 0 or ctr[CTR_Q] > 0) and run.acc[ACC_ROUND] < t:
+        t = run.acc[ACC_ROUND]
     return t
 
 
 @njit(cache=True)
-def step_nb(horizon, round_len, ckpt, ctr, acc, queue, running, arrival, status, remaining,
-            rate, finish, grace_end, run_start, exec_time, end, resume_at, worker_node,
-            worker_gpu, workers, cpus_need, mem, work, user, service, node_dev, free_gpus,
-            free_cpus, free_mem, gpu_owner, idle_power, gpu_w, core_w, busy, busy_time,
-            out_done, out_grace, device, seg_i, seg_f):
+def step_nb(P, S):
     """Jump to the next event time and process every event there.
 
     Order at one instant: completions, grace ends (suspend, progress kept),
-    arrivals, round boundary. Returns ``(code, n_done, n_grace)``: code 1 =
-    moved, 0 = no event within the horizon (time moved to the horizon if it
-    is finite and later), -1 = a job completed with work left (its index in
-    ``ctr[5]``), -2 = time would go back, -3 = the segment log is full (nothing
-    done; grow it and call again).
+    arrivals, round boundary. Returns ``(code, n_done, n_grace)`` with the jobs in
+    ``run.out_done[:n_done]`` / ``run.out_grace[:n_grace]``; code
+    ``STEP_MOVED``, ``STEP_NONE`` (no event within the horizon; time moved to
+    the horizon if it is finite and later), ``STEP_WORK_LEFT`` (a job completed
+    with work left, its index in ``ctr[CTR_ERR]``), ``STEP_TIME_BACK``, or
+    ``STEP_LOG_FULL`` (nothing done; grow the segment log and call again).
     """
-    n_jobs = arrival.shape[0]
-    now = acc[0]
-    if ctr[6] + ctr[2] + 1 > seg_i.shape[0]:
-        return -3, 0, 0
-    t = next_event_nb(round_len, ctr, acc, arrival, running, status, finish, grace_end)
-    n_run = ctr[2]
+    jobs, js, run = P.jobs, S.job, S.run
+    ctr, acc = run.ctr, run.acc
+    n_jobs = jobs.arrival.shape[0]
+    now = acc[ACC_NOW]
+    if ctr[CTR_SEG] + ctr[CTR_RUN] + 1 > run.seg_i.shape[0]:
+        return STEP_LOG_FULL, 0, 0
+    t = next_event_nb(P, S)
+    n_run = ctr[CTR_RUN]
+    horizon = P.opts.horizon
+    code = STEP_MOVED
     if t == np.inf or t > horizon:
         if t < np.inf and t > horizon and horizon > now:  # an unreached horizon changes nothing
             t = horizon
+            code = STEP_NONE
         else:
-            return 0, 0, 0
-        code = 0
-    else:
-        code = 1
+            return STEP_NONE, 0, 0
     if t < now:
-        return -2, 0, 0
+        return STEP_TIME_BACK, 0, 0
     dt = t - now
     if dt > 0.0:
         for i in range(n_run):
-            j = running[i]
-            s = now if now > resume_at[j] else resume_at[j]
+            j = run.running[i]
+            s = now if now > js.resume_at[j] else js.resume_at[j]
             if t > s:
-                remaining[j] -= rate[j] * (t - s)
-            service[user[j]] += workers[j] * dt
-        acc[1] += (idle_power + acc[2]) * dt
-        for c in range(busy.shape[0]):
-            busy_time[c] += busy[c] * dt
-    acc[0] = t
-    if code == 0:
-        return 0, 0, 0
+                js.remaining[j] -= js.rate[j] * (t - s)
+            run.service[jobs.user[j]] += jobs.workers[j] * dt
+        acc[ACC_ENERGY] += (P.opts.idle_power + acc[ACC_POWER]) * dt
+        for c in range(run.busy.shape[0]):
+            run.busy_time[c] += run.busy[c] * dt
+    acc[ACC_NOW] = t
+    if code == STEP_NONE:
+        return STEP_NONE, 0, 0
     nd = 0
     ng = 0
     for i in range(n_run):
-        j = running[i]
-        if finish[j] <= t:
-            out_done[nd] = j
+        j = run.running[i]
+        if js.finish[j] <= t:
+            run.out_done[nd] = j
             nd += 1
-        elif status[j] == 3 and grace_end[j] <= t:
-            out_grace[ng] = j
+        elif js.status[j] == GRACE and js.grace_end[j] <= t:
+            run.out_grace[ng] = j
             ng += 1
     for k in range(nd):
-        j = out_done[k]
-        if abs(remaining[j]) > 1e-6 * max(1.0, work[j]):
-            ctr[5] = j
-            return -1, nd, ng
-        remaining[j] = 0.0
-        release_nb(j, False, False, ckpt, ctr, acc, queue, running, status, remaining, rate,
-                   finish, grace_end, run_start, exec_time, resume_at, worker_node, worker_gpu,
-                   workers, cpus_need, mem, work, node_dev, free_gpus, free_cpus, free_mem,
-                   gpu_owner, gpu_w, core_w, busy, device, seg_i, seg_f)
-        status[j] = 4
-        end[j] = t
-        ctr[3] += 1
+        j = run.out_done[k]
+        if abs(js.remaining[j]) > 1e-6 * max(1.0, jobs.work[j]):
+            ctr[CTR_ERR] = j
+            return STEP_WORK_LEFT, nd, ng
+        js.remaining[j] = 0.0
+        release_nb(j, False, False, P, S)
+        js.status[j] = DONE
+        js.end[j] = t
+        ctr[CTR_DONE] += 1
     for k in range(ng):
-        j = out_grace[k]
-        release_nb(j, True, False, ckpt, ctr, acc, queue, running, status, remaining, rate,
-                   finish, grace_end, run_start, exec_time, resume_at, worker_node, worker_gpu,
-                   workers, cpus_need, mem, work, node_dev, free_gpus, free_cpus, free_mem,
-                   gpu_owner, gpu_w, core_w, busy, device, seg_i, seg_f)
-    while ctr[0] < n_jobs and arrival[ctr[0]] <= t:
-        j = ctr[0]
-        status[j] = 1
-        queue[ctr[1]] = j
-        ctr[1] += 1
-        ctr[0] += 1
-    if round_len > 0.0:
-        while acc[3] <= t:
-            acc[3] += round_len
-    ctr[4] += 1
-    return 1, nd, ng
+        release_nb(run.out_grace[k], True, False, P, S)
+    while ctr[CTR_ARR] < n_jobs and jobs.arrival[ctr[CTR_ARR]] <= t:
+        j = ctr[CTR_ARR]
+        js.status[j] = QUEUED
+        queue_push_nb(run, js.qpos, j)
+        ctr[CTR_ARR] += 1
+    if P.opts.round_len > 0.0:
+        while acc[ACC_ROUND] <= t:
+            acc[ACC_ROUND] += P.opts.round_len
+    ctr[CTR_EV] += 1
+    return STEP_MOVED, nd, ng
 
 
 @njit(cache=True)
-def start_nb(job, w, nodes, gpus, restart_delay, scaling_exponent, topology_coeff,
-             network_distance, ctr, acc, queue, running, status, remaining, rate, finish,
-             run_start, first_start, resume_at, n_restart, device, worker_node, worker_gpu,
-             tput, cpus_need, mem, comm, node_dev, dev_is_cpu, node_gpus, node_dist,
-             free_gpus, free_cpus, free_mem, gpu_owner, gpu_w, core_w, busy):
+def start_nb(job, w, wnodes, wgpus, P, S):
     """Validate a placement and start a queued job on it.
 
-    Returns 0 on success, else an error code: 1-6 as :func:`check_placement_nb`,
-    7 the job is not queued, 8 a worker sits on a device type where the job's
-    throughput is 0.
+    Returns ``START_OK``, a code 1-6 of :func:`~hetgym.sim.kernels.check_placement_nb`,
+    ``START_NOT_QUEUED`` or ``START_TPUT_ZERO`` (a worker on a device type where
+    the job's throughput is 0).
     """
-    if status[job] != 1:
-        return 7
-    code = check_placement_nb(job, w, nodes, gpus, cpus_need[job], mem[job], node_dev,
-                              dev_is_cpu, node_gpus, free_gpus, free_cpus, free_mem, gpu_owner)
+    jobs, nodes, js, run = P.jobs, P.nodes, S.job, S.run
+    if js.status[job] != QUEUED:
+        return START_NOT_QUEUED
+    code = check_placement_nb(w, wnodes, wgpus, jobs.cpus_need[job], jobs.mem[job], nodes, S.node,
+                              run.scr_f)
     if code != 0:
         return code
-    dev = node_dev[nodes[0]]
+    dev = nodes.dev[wnodes[0]]
     for i in range(w):
-        d = node_dev[nodes[i]]
-        if tput[job, d] <= 0.0:
-            return 8
+        d = nodes.dev[wnodes[i]]
+        if jobs.tput[job, d] <= 0.0:
+            return START_TPUT_ZERO
         if d != dev:
             dev = -2
-    alloc_nb(job, w, nodes, gpus, 1, cpus_need[job], mem[job], node_dev, free_gpus, free_cpus,
-             free_mem, gpu_owner)
-    power_busy_nb(job, w, nodes, gpus, 1, cpus_need[job], node_dev, gpu_w, core_w, busy, acc)
+    alloc_nb(job, w, wnodes, wgpus, 1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
+    power_busy_nb(w, wnodes, wgpus, 1, jobs.cpus_need[job], nodes, run)
     for i in range(w):
-        worker_node[job, i] = nodes[i]
-        worker_gpu[job, i] = gpus[i]
-    r = rate_nb(w, nodes, gpus, tput[job], node_dev, node_dist, comm[job], scaling_exponent,
-                topology_coeff, network_distance)
-    t = acc[0]
-    if np.isnan(first_start[job]):
-        first_start[job] = t
-        resume_at[job] = t
+        js.worker_node[job, i] = wnodes[i]
+        js.worker_gpu[job, i] = wgpus[i]
+    r = rate_nb(w, wnodes, wgpus, jobs.tput[job], jobs.comm[job], nodes, P.opts)
+    t = run.acc[ACC_NOW]
+    if np.isnan(js.first_start[job]):
+        js.first_start[job] = t
+        js.resume_at[job] = t
     else:
-        n_restart[job] += 1
-        resume_at[job] = t + restart_delay
-    rate[job] = r
-    finish[job] = resume_at[job] + remaining[job] / r
-    run_start[job] = t
-    device[job] = dev
-    status[job] = 2
-    ctr[1] = remove_nb(queue, ctr[1], job)
-    running[ctr[2]] = job
-    ctr[2] += 1
-    return 0
+        js.n_restart[job] += 1
+        js.resume_at[job] = t + P.opts.restart_delay
+    js.rate[job] = r
+    js.finish[job] = js.resume_at[job] + js.remaining[job] / r
+    js.run_start[job] = t
+    js.device[job] = dev
+    js.status[job] = RUNNING
+    queue_remove_nb(run, js.qpos, job)
+    run.running[run.ctr[CTR_RUN]] = job
+    run.ctr[CTR_RUN] += 1
+    return START_OK
 
 
 @njit(cache=True)
-def admit_nb(order, pref, blocking, policy, workers, cpus_need, mem, node_dev, dev_is_cpu,
-             node_gpus, node_dist, free_gpus, free_cpus, free_mem, gpu_owner, out_job,
-             out_dev, out_nodes, out_gpus):
-    """Greedy admission of ordered jobs on (scratch copies of) free resources.
+def place_start_nb(job, dev, P, S):
+    """Place a queued job on device ``dev`` with the run's placement policy and start it.
+
+    Returns ``START_OK``, ``START_NO_ROOM`` if it does not fit, or a code of :func:`start_nb`.
+    """
+    jobs, run = P.jobs, S.run
+    w = jobs.workers[job]
+    ok = place_nb(dev, w, jobs.cpus_need[job, dev], jobs.mem[job], P.opts.policy, P.nodes,
+                  S.node, run.scr_i, run.out_node, run.out_gpu)
+    if not ok:
+        return START_NO_ROOM
+    return start_nb(job, w, run.out_node, run.out_gpu, P, S)
+
+
+@njit(cache=True)
+def no_room_nb(unit, ns):
+    """True when no device type has room for even one worker of any job."""
+    for c in range(unit.shape[0]):
+        if ns.free_dev[c] + 1e-9 >= unit[c]:
+            return False
+    return True
+
+
+@njit(cache=True)
+def admit_nb(order, pref, blocking, policy, P, cap, scr_i, out_job, out_dev, out_nodes,
+             out_gpus):
+    """Greedy admission of ordered jobs on a scratch copy ``cap`` of the node state.
 
     Each job in ``order`` takes the first device type in its row of ``pref``
     (device indices, -1 padded) where the placement policy finds room; the
-    resources are taken from the given arrays. With ``blocking`` the walk stops
-    at the first job that fits nowhere. Returns the number of starts written
-    to ``out_job``, ``out_dev``, ``out_nodes[k, :W]``, ``out_gpus[k, :W]``.
+    resources are taken from ``cap``. With ``blocking`` the walk stops at the
+    first job that fits nowhere; it also stops as soon as no device type has
+    room for one worker of any job (so a full cluster costs O(1), not O(queue)).
+    Returns the number of starts written to ``out_job``, ``out_dev``,
+    ``out_nodes[k, :W]``, ``out_gpus[k, :W]``.
     """
+    jobs, nodes = P.jobs, P.nodes
     ns = 0
     wmax = out_nodes.shape[1]
     tmp_n = np.empty(wmax, dtype=np.int64)
     tmp_g = np.empty(wmax, dtype=np.int64)
     for i in range(order.shape[0]):
+        if no_room_nb(P.min_unit, cap):
+            break
         j = order[i]
-        w = workers[j]
+        w = jobs.workers[j]
         placed = False
         for k in range(pref.shape[1]):
             d = pref[j, k]
             if d < 0:
                 break
-            ok = place_nb(d, dev_is_cpu[d], w, cpus_need[j, d], mem[j], policy, node_dev,
-                          node_gpus, node_dist, free_gpus, free_cpus, free_mem, gpu_owner,
-                          tmp_n, tmp_g)
-            if ok:
-                alloc_nb(j, w, tmp_n, tmp_g, 1, cpus_need[j], mem[j], node_dev, free_gpus,
-                         free_cpus, free_mem, gpu_owner)
+            if not may_fit_nb(d, w, jobs.cpus_need[j, d], nodes, cap):
+                continue
+            if place_nb(d, w, jobs.cpus_need[j, d], jobs.mem[j], policy, nodes, cap, scr_i,
+                        tmp_n, tmp_g):
+                alloc_nb(j, w, tmp_n, tmp_g, 1, jobs.cpus_need[j], jobs.mem[j], nodes, cap)
                 out_job[ns] = j
                 out_dev[ns] = d
                 for m in range(w):
@@ -281,27 +325,3 @@ def admit_nb(order, pref, blocking, policy, workers, cpus_need, mem, node_dev, d
         if not placed and blocking:
             break
     return ns
-
-
-@njit(cache=True)
-def place_start_nb(job, dev, policy, workers, out_node, out_gpu, restart_delay,
-                   scaling_exponent, topology_coeff, network_distance, ctr, acc, queue, running,
-                   status, remaining, rate, finish, run_start, first_start, resume_at, n_restart,
-                   device, worker_node, worker_gpu, tput, cpus_need, mem, comm, node_dev,
-                   dev_is_cpu, node_gpus, node_dist, free_gpus, free_cpus, free_mem, gpu_owner,
-                   gpu_w, core_w, busy):
-    """Place a queued job on device ``dev`` with the default policy and start it.
-
-    Returns 0, 9 if it does not fit, or an error code of :func:`start_nb`.
-    """
-    w = workers[job]
-    ok = place_nb(dev, dev_is_cpu[dev], w, cpus_need[job, dev], mem[job], policy, node_dev,
-                  node_gpus, node_dist, free_gpus, free_cpus, free_mem, gpu_owner, out_node,
-                  out_gpu)
-    if not ok:
-        return 9
-    return start_nb(job, w, out_node, out_gpu, restart_delay, scaling_exponent, topology_coeff,
-                    network_distance, ctr, acc, queue, running, status, remaining, rate, finish,
-                    run_start, first_start, resume_at, n_restart, device, worker_node,
-                    worker_gpu, tput, cpus_need, mem, comm, node_dev, dev_is_cpu, node_gpus,
-                    node_dist, free_gpus, free_cpus, free_mem, gpu_owner, gpu_w, core_w, busy)

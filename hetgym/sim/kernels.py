@@ -1,17 +1,11 @@
 """Numba kernels of the simulator: small, pure, array in / array out.
 
 No kernel draws random numbers, reads a clock, does I/O or touches globals
-(STYLE.md item 9). They take the arrays of :mod:`hetgym.sim.state` and write
-into caller-allocated outputs. Names end in ``_nb``.
-
-Array conventions (``N`` nodes, ``G`` max GPUs per node, ``C`` device types):
-
-* ``node_dev``   int64[N]       device index of the node's workers
-* ``node_gpus``  int64[N]       GPUs of the node (0 for a CPU node)
-* ``dev_is_cpu`` bool[C]        whether device index ``c`` is ``cpu``
-* ``free_gpus``  int64[N], ``free_cpus`` float64[N], ``free_mem`` float64[N]
-* ``gpu_owner``  int64[N, G]    job holding each GPU, -1 free (and for padding)
-* ``node_dist``  float64[N, G, G] GPU distances, 0-padded
+other than the named constants (STYLE.md item 9). Kernels take the typed
+NamedTuples of :mod:`hetgym.sim.state` (``nodes`` = :class:`NodeArrays`,
+``jobs`` = :class:`JobArrays`, ``ns`` = :class:`NodeState` or a scratch copy of
+it, ``run`` / ``js`` = :class:`RunState` / :class:`JobState`) or plain arrays,
+and write into caller-allocated outputs. Names end in ``_nb``.
 """
 
 from __future__ import annotations
@@ -19,22 +13,26 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from hetgym.sim.state import CTR_Q, CTR_QHEAD, CTR_QTAIL
+
 EPS = 1e-9
+#: Scratch rows of ``run.scr_i``.
+SCR_SLOTS, SCR_TAKE, SCR_ORDER = 0, 1, 2
 
 
 @njit(cache=True)
-def slots_on_node_nb(n, is_cpu, cpus, mem, free_gpus, free_cpus, free_mem):
+def slots_on_node_nb(n, is_cpu, cpus, mem, ns):
     """How many workers (each: 1 GPU unless ``is_cpu``, ``cpus`` cores, ``mem`` GB) fit on node n."""
     big = 1 << 30
     s = big
     if not is_cpu:
-        s = free_gpus[n]
+        s = ns.free_gpus[n]
     if cpus > 0:
-        k = int(np.floor(free_cpus[n] / cpus + EPS))
+        k = int(np.floor(ns.free_cpus[n] / cpus + EPS))
         if k < s:
             s = k
     if mem > 0:
-        k = int(np.floor(free_mem[n] / mem + EPS))
+        k = int(np.floor(ns.free_mem[n] / mem + EPS))
         if k < s:
             s = k
     if s == big:  # a job needing nothing: cap at 1 << 20 workers per node
@@ -43,13 +41,29 @@ def slots_on_node_nb(n, is_cpu, cpus, mem, free_gpus, free_cpus, free_mem):
 
 
 @njit(cache=True)
-def total_slots_nb(dev, is_cpu, cpus, mem, node_dev, free_gpus, free_cpus, free_mem):
+def may_fit_nb(dev, w, cpus, nodes, ns):
+    """Cheap necessary condition (O(1), from ``ns.free_dev``) for ``w`` workers on type ``dev``."""
+    if nodes.dev_is_cpu[dev]:
+        return cpus <= 0.0 or ns.free_dev[dev] + EPS >= w * cpus
+    return ns.free_dev[dev] >= w
+
+
+@njit(cache=True)
+def total_slots_nb(dev, cpus, mem, nodes, ns):
     """Workers of one job that fit on all nodes of device ``dev`` together."""
+    is_cpu = nodes.dev_is_cpu[dev]
     tot = 0
-    for n in range(node_dev.shape[0]):
-        if node_dev[n] == dev:
-            tot += slots_on_node_nb(n, is_cpu, cpus, mem, free_gpus, free_cpus, free_mem)
+    for i in range(nodes.dev_start[dev], nodes.dev_start[dev + 1]):
+        tot += slots_on_node_nb(nodes.by_dev[i], is_cpu, cpus, mem, ns)
     return tot
+
+
+@njit(cache=True)
+def fits_nb(dev, w, cpus, mem, nodes, ns):
+    """Whether ``w`` workers fit on the free nodes of type ``dev`` (quick reject first)."""
+    if not may_fit_nb(dev, w, cpus, nodes, ns):
+        return False
+    return total_slots_nb(dev, cpus, mem, nodes, ns) >= w
 
 
 @njit(cache=True)
@@ -100,8 +114,7 @@ def _pick_gpus_nb(n, k, topo, gpu_owner, node_gpus, node_dist, out_gpu, start):
 
 
 @njit(cache=True)
-def place_nb(dev, is_cpu, w, cpus, mem, policy, node_dev, node_gpus, node_dist,
-             free_gpus, free_cpus, free_mem, gpu_owner, out_node, out_gpu):
+def place_nb(dev, w, cpus, mem, policy, nodes, ns, scr_i, out_node, out_gpu):
     """Find a placement of ``w`` workers on nodes of device ``dev``.
 
     Policies (codes of :class:`~hetgym.sim.codes.PlacementPolicy`):
@@ -113,120 +126,137 @@ def place_nb(dev, is_cpu, w, cpus, mem, policy, node_dev, node_gpus, node_dist,
 
     Writes ``out_node[:w]`` and ``out_gpu[:w]`` (-1 for CPU workers) and
     returns True, or returns False (outputs undefined) when it does not fit.
-    Does not modify the free arrays.
+    Only nodes of type ``dev`` are visited, and a type without enough free
+    units is rejected in O(1). Does not modify ``ns``; ``scr_i`` is scratch.
     """
-    nn = node_dev.shape[0]
-    slots = np.zeros(nn, dtype=np.int64)
+    if not may_fit_nb(dev, w, cpus, nodes, ns):
+        return False
+    is_cpu = nodes.dev_is_cpu[dev]
+    lo = nodes.dev_start[dev]
+    m = nodes.dev_start[dev + 1] - lo
+    slots = scr_i[SCR_SLOTS]
+    take = scr_i[SCR_TAKE]
+    order = scr_i[SCR_ORDER]
     tot = 0
-    for n in range(nn):
-        if node_dev[n] == dev:
-            slots[n] = slots_on_node_nb(n, is_cpu, cpus, mem, free_gpus, free_cpus, free_mem)
-            tot += slots[n]
+    for i in range(m):
+        s = slots_on_node_nb(nodes.by_dev[lo + i], is_cpu, cpus, mem, ns)
+        slots[i] = s
+        take[i] = 0
+        tot += s
     if tot < w:
         return False
-    take = np.zeros(nn, dtype=np.int64)
+    best = -1
     if policy != 1:
-        best = -1
-        for n in range(nn):
-            if slots[n] >= w and (best < 0 or slots[n] < slots[best]):
-                best = n
-        if best >= 0:
-            take[best] = w
-        else:
-            order = np.argsort(-slots, kind="mergesort")
-            left = w
-            for i in range(nn):
-                n = order[i]
-                if left == 0 or slots[n] == 0:
-                    break
-                t = min(left, slots[n])
-                take[n] = t
-                left -= t
+        for i in range(m):
+            if slots[i] >= w and (best < 0 or slots[i] < slots[best]):
+                best = i
+    if best >= 0:
+        take[best] = w
     else:
-        order = np.argsort(-slots, kind="mergesort")
+        # group positions by spare slots descending, lowest node index first on ties
+        for i in range(m):
+            k = i
+            while k > 0 and slots[order[k - 1]] < slots[i]:
+                order[k] = order[k - 1]
+                k -= 1
+            order[k] = i
         left = w
-        while left > 0:
-            for i in range(nn):
-                n = order[i]
-                if slots[n] == 0:
+        if policy != 1:
+            for i in range(m):
+                p = order[i]
+                if left == 0 or slots[p] == 0:
                     break
-                if take[n] < slots[n]:
-                    take[n] += 1
-                    left -= 1
-                    if left == 0:
+                t = min(left, slots[p])
+                take[p] = t
+                left -= t
+        else:
+            while left > 0:
+                for i in range(m):
+                    p = order[i]
+                    if slots[p] == 0:
                         break
+                    if take[p] < slots[p]:
+                        take[p] += 1
+                        left -= 1
+                        if left == 0:
+                            break
     c = 0
-    for n in range(nn):
-        k = take[n]
+    for i in range(m):
+        k = take[i]
         if k == 0:
             continue
-        for m in range(k):
-            out_node[c + m] = n
-            out_gpu[c + m] = -1
+        n = nodes.by_dev[lo + i]
+        for q in range(k):
+            out_node[c + q] = n
+            out_gpu[c + q] = -1
         if not is_cpu:
-            _pick_gpus_nb(n, k, policy == 2, gpu_owner, node_gpus, node_dist, out_gpu, c)
+            _pick_gpus_nb(n, k, policy == 2, ns.gpu_owner, nodes.gpus, nodes.dist, out_gpu, c)
         c += k
     return True
 
 
 @njit(cache=True)
-def check_placement_nb(job, w, nodes, gpus, job_cpus_need, mem, node_dev, dev_is_cpu,
-                       node_gpus, free_gpus, free_cpus, free_mem, gpu_owner):
+def check_placement_nb(w, wnodes, wgpus, cpus_row, mem, nodes, ns, scr_f):
     """Validate an explicit placement; returns 0 if valid, else an error code.
 
     Codes: 1 node index out of range, 2 GPU index out of range or missing,
     3 GPU busy or used twice, 4 CPU cores exceeded, 5 memory exceeded,
-    6 a CPU worker on a GPU index.
-    ``job_cpus_need`` is float64[C]: cores per worker on each device type.
+    6 a CPU worker on a GPU index. ``cpus_row`` is float64[C]: cores per worker
+    on each device type; ``scr_f`` (float64[2, N]) is scratch.
     """
-    nn = node_dev.shape[0]
-    need_c = np.zeros(nn)
-    need_m = np.zeros(nn)
+    nn = nodes.dev.shape[0]
     for i in range(w):
-        n = nodes[i]
+        n = wnodes[i]
         if n < 0 or n >= nn:
             return 1
-        d = node_dev[n]
-        if dev_is_cpu[d]:
-            if gpus[i] >= 0:
+        scr_f[0, n] = 0.0
+        scr_f[1, n] = 0.0
+    for i in range(w):
+        n = wnodes[i]
+        d = nodes.dev[n]
+        if nodes.dev_is_cpu[d]:
+            if wgpus[i] >= 0:
                 return 6
         else:
-            g = gpus[i]
-            if g < 0 or g >= node_gpus[n]:
+            g = wgpus[i]
+            if g < 0 or g >= nodes.gpus[n]:
                 return 2
-            if gpu_owner[n, g] >= 0:
+            if ns.gpu_owner[n, g] >= 0:
                 return 3
             for k in range(i):
-                if nodes[k] == n and gpus[k] == g:
+                if wnodes[k] == n and wgpus[k] == g:
                     return 3
-        need_c[n] += job_cpus_need[d]
-        need_m[n] += mem
-    for n in range(nn):
-        if need_c[n] > free_cpus[n] + EPS:
+        scr_f[0, n] += cpus_row[d]
+        scr_f[1, n] += mem
+    for i in range(w):
+        n = wnodes[i]
+        if scr_f[0, n] > ns.free_cpus[n] + EPS:
             return 4
-        if need_m[n] > free_mem[n] + EPS:
+        if scr_f[1, n] > ns.free_mem[n] + EPS:
             return 5
     return 0
 
 
 @njit(cache=True)
-def alloc_nb(job, w, nodes, gpus, sign, job_cpus_need, mem, node_dev,
-             free_gpus, free_cpus, free_mem, gpu_owner):
-    """Take (``sign=+1``) or give back (``sign=-1``) the resources of a placement."""
+def alloc_nb(job, w, wnodes, wgpus, sign, cpus_row, mem, nodes, ns):
+    """Take (``sign=+1``) or give back (``sign=-1``) the resources of a placement,
+    keeping the per-type summary ``ns.free_dev`` in step."""
     for i in range(w):
-        n = nodes[i]
-        d = node_dev[n]
-        free_cpus[n] -= sign * job_cpus_need[d]
-        free_mem[n] -= sign * mem
-        g = gpus[i]
+        n = wnodes[i]
+        d = nodes.dev[n]
+        ns.free_cpus[n] -= sign * cpus_row[d]
+        ns.free_mem[n] -= sign * mem
+        g = wgpus[i]
         if g >= 0:
-            free_gpus[n] -= sign
-            gpu_owner[n, g] = job if sign > 0 else -1
+            ns.free_gpus[n] -= sign
+            ns.free_dev[d] -= sign
+            ns.gpu_owner[n, g] = job if sign > 0 else -1
+        elif nodes.dev_is_cpu[d]:
+            ns.free_dev[d] -= sign * cpus_row[d]
 
 
 @njit(cache=True)
-def rate_nb(w, nodes, gpus, tput_row, node_dev, node_dist, comm, scaling_exponent,
-            topology_coeff, network_distance):
+def rate_nb(w, wnodes, wgpus, tput_row, comm, nodes, opts):
     """Rate (iterations/s) of a job on a placement.
 
     rate = W x min over workers of per-worker throughput on the worker's device
@@ -238,60 +268,143 @@ def rate_nb(w, nodes, gpus, tput_row, node_dev, node_dist, comm, scaling_exponen
     """
     mn = np.inf
     for i in range(w):
-        t = tput_row[node_dev[nodes[i]]]
+        t = tput_row[nodes.dev[wnodes[i]]]
         if t < mn:
             mn = t
     rate = w * mn
-    if scaling_exponent != 1.0:
-        rate *= w ** (scaling_exponent - 1.0)
-    if w > 1 and comm > 0.0 and topology_coeff > 0.0:
+    if opts.scaling_exponent != 1.0:
+        rate *= w ** (opts.scaling_exponent - 1.0)
+    if w > 1 and comm > 0.0 and opts.topology_coeff > 0.0:
         s = 0.0
         for a in range(w):
             for b in range(a + 1, w):
-                if nodes[a] != nodes[b]:
-                    s += network_distance
-                elif gpus[a] >= 0 and gpus[b] >= 0:
-                    s += node_dist[nodes[a], gpus[a], gpus[b]]
+                if wnodes[a] != wnodes[b]:
+                    s += opts.network_distance
+                elif wgpus[a] >= 0 and wgpus[b] >= 0:
+                    s += nodes.dist[wnodes[a], wgpus[a], wgpus[b]]
                 else:
                     s += 1.0
         mean = s / (w * (w - 1) / 2.0)
         if mean > 1.0:
-            rate /= 1.0 + topology_coeff * comm * (mean - 1.0)
+            rate /= 1.0 + opts.topology_coeff * comm * (mean - 1.0)
     return rate
 
 
 @njit(cache=True)
-def remove_nb(arr, n, x):
-    """Remove the first ``x`` from ``arr[:n]`` keeping order; returns the new length."""
-    for i in range(n):
-        if arr[i] == x:
-            for k in range(i, n - 1):
-                arr[k] = arr[k + 1]
-            return n - 1
-    return n
+def duration_nb(amount, w, t, e):
+    """Run time of ``amount`` iterations for ``w`` workers at per-worker throughput ``t``
+    with scaling exponent ``e`` (``inf`` if ``t <= 0``)."""
+    if t <= 0.0:
+        return np.inf
+    return amount / (w * t * w ** (e - 1.0))
 
 
 @njit(cache=True)
-def insert_front_nb(arr, n, x):
-    """Insert ``x`` at the head of ``arr[:n]``; returns the new length."""
-    for k in range(n, 0, -1):
-        arr[k] = arr[k - 1]
-    arr[0] = x
-    return n + 1
+def best_duration_nb(amount, j, jobs, e):
+    """Run time of ``amount`` iterations of job ``j`` on its fastest device type that can
+    hold its gang (the scalar form of :func:`hetgym.sim.state.best_durations`)."""
+    best = np.inf
+    for c in range(jobs.tput.shape[1]):
+        if jobs.holdable[j, c]:
+            d = duration_nb(amount, jobs.workers[j], jobs.tput[j, c], e)
+            if d < best:
+                best = d
+    return best
+
+
+# ------------------------------------------------------------------ queue
+@njit(cache=True)
+def _queue_recentre_nb(run, qpos):
+    """Move the live queue to the middle of its buffer (rarely: when an end is reached)."""
+    q = run.queue
+    n = 0
+    for i in range(run.ctr[CTR_QHEAD], run.ctr[CTR_QTAIL]):
+        if q[i] >= 0:
+            run.qtmp[n] = q[i]
+            n += 1
+        q[i] = -1
+    head = (q.shape[0] - n) // 2
+    for k in range(n):
+        q[head + k] = run.qtmp[k]
+        qpos[run.qtmp[k]] = head + k
+    run.ctr[CTR_QHEAD] = head
+    run.ctr[CTR_QTAIL] = head + n
 
 
 @njit(cache=True)
-def mask_nb(window, n_win, n_dev, dev_is_cpu, workers, tput, cpus_need, mem, node_dev,
-            free_gpus, free_cpus, free_mem, out):
+def queue_push_nb(run, qpos, j):
+    """Append job ``j`` at the tail of the queue."""
+    if run.ctr[CTR_QTAIL] == run.queue.shape[0]:
+        _queue_recentre_nb(run, qpos)
+    t = run.ctr[CTR_QTAIL]
+    run.queue[t] = j
+    qpos[j] = t
+    run.ctr[CTR_QTAIL] = t + 1
+    run.ctr[CTR_Q] += 1
+
+
+@njit(cache=True)
+def queue_push_front_nb(run, qpos, j):
+    """Insert job ``j`` at the head of the queue (a suspended job)."""
+    if run.ctr[CTR_QHEAD] == 0:
+        _queue_recentre_nb(run, qpos)
+    h = run.ctr[CTR_QHEAD] - 1
+    run.queue[h] = j
+    qpos[j] = h
+    run.ctr[CTR_QHEAD] = h
+    run.ctr[CTR_Q] += 1
+
+
+@njit(cache=True)
+def queue_remove_nb(run, qpos, j):
+    """Remove job ``j`` from the queue in O(1) (a tombstone; ends are trimmed)."""
+    p = qpos[j]
+    q = run.queue
+    q[p] = -1
+    qpos[j] = -1
+    run.ctr[CTR_Q] -= 1
+    h = run.ctr[CTR_QHEAD]
+    t = run.ctr[CTR_QTAIL]
+    while h < t and q[h] < 0:
+        h += 1
+    while t > h and q[t - 1] < 0:
+        t -= 1
+    run.ctr[CTR_QHEAD] = h
+    run.ctr[CTR_QTAIL] = t
+
+
+@njit(cache=True)
+def queue_compact_nb(run, qpos):
+    """Squeeze tombstones out so the live queue is ``queue[head:head + n]``, in order."""
+    h = run.ctr[CTR_QHEAD]
+    t = run.ctr[CTR_QTAIL]
+    n = run.ctr[CTR_Q]
+    if t - h == n:
+        return
+    q = run.queue
+    k = h
+    for i in range(h, t):
+        j = q[i]
+        if j >= 0:
+            q[k] = j
+            qpos[j] = k
+            k += 1
+    for i in range(k, t):
+        q[i] = -1
+    run.ctr[CTR_QTAIL] = k
+
+
+# ------------------------------------------------------------------- mask
+@njit(cache=True)
+def mask_nb(window, n_win, jobs, nodes, ns, out):
     """Feasibility of starting window job k on device c, written to ``out[k, c]``."""
+    n_dev = out.shape[1]
     for k in range(out.shape[0]):
         for c in range(n_dev):
             out[k, c] = False
     for k in range(n_win):
         j = window[k]
         for c in range(n_dev):
-            if tput[j, c] <= 0.0:
+            if jobs.tput[j, c] <= 0.0:
                 continue
-            s = total_slots_nb(c, dev_is_cpu[c], cpus_need[j, c], mem[j], node_dev,
-                               free_gpus, free_cpus, free_mem)
-            out[k, c] = s >= workers[j]
+            out[k, c] = fits_nb(c, jobs.workers[j], jobs.cpus_need[j, c], jobs.mem[j], nodes, ns)

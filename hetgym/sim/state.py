@@ -1,7 +1,22 @@
-"""Arrays that cross into the Numba kernels, built from a :class:`~hetgym.specs.Scenario`.
+"""Typed arrays that cross into the Numba kernels, built from a :class:`~hetgym.specs.Scenario`.
 
-Static parameters (:class:`NodeArrays`, :class:`JobArrays`) and the dynamic
-state (:class:`JobState`, :class:`NodeState`) are NamedTuples of arrays.
+The simulator's whole state is two NamedTuples, passed whole to every kernel
+(the gymnax / Jumanji shape):
+
+* :class:`Params` (static for a run): :class:`JobArrays`, :class:`NodeArrays`,
+  :class:`Options` (scalars).
+* :class:`State` (dynamic): :class:`JobState`, :class:`NodeState`,
+  :class:`RunState` (queue, running set, counters, accumulators, logs and the
+  kernels' scratch arrays, allocated once).
+
+Counters and accumulators are arrays indexed by the named constants below
+(``run.ctr[CTR_Q]``, ``run.acc[ACC_NOW]``) so that kernels can update them in place.
+
+The queue keeps arrival order with suspended jobs at the head, in a buffer
+``run.queue[ctr[CTR_QHEAD]:ctr[CTR_QTAIL]]`` where removed entries are
+tombstones (-1): removing a job costs O(1) (``job.qpos`` gives its slot) and
+:func:`hetgym.sim.kernels.queue_compact_nb` squeezes the tombstones out when
+a reader needs the live queue.
 """
 
 from __future__ import annotations
@@ -11,24 +26,37 @@ from typing import NamedTuple
 import numpy as np
 
 from hetgym.specs import Scenario
+from hetgym.sim.codes import PlacementPolicy
 
-__all__ = ["NodeArrays", "JobArrays", "JobState", "NodeState", "build_nodes", "build_jobs",
-           "best_durations"]
+__all__ = ["NodeArrays", "JobArrays", "Options", "Params", "JobState", "NodeState", "RunState",
+           "State", "build_nodes", "build_jobs", "build_params", "new_state", "cut_window",
+           "best_durations", "gang_fits", "node_names",
+           "CTR_ARR", "CTR_QHEAD", "CTR_QTAIL", "CTR_Q", "CTR_RUN", "CTR_DONE", "CTR_EV",
+           "CTR_ERR", "CTR_SEG", "ACC_NOW", "ACC_ENERGY", "ACC_POWER", "ACC_ROUND"]
+
+# run.ctr (int64): next arrival, queue buffer head / tail, live queue length, running,
+# done, event instants, job of an error, segments logged
+CTR_ARR, CTR_QHEAD, CTR_QTAIL, CTR_Q, CTR_RUN, CTR_DONE, CTR_EV, CTR_ERR, CTR_SEG = range(9)
+N_CTR = 9
+# run.acc (float64): now, energy (J), active power above idle (W), next round boundary
+ACC_NOW, ACC_ENERGY, ACC_POWER, ACC_ROUND = range(4)
+N_ACC = 4
 
 
 class NodeArrays(NamedTuple):
-    """Static node parameters (N nodes, G = max GPUs per node, >= 1)."""
+    """Static node parameters (N nodes, G = max GPUs per node >= 1, C device types)."""
 
-    name: list            # list[str], N names "group-i"
-    dev: np.ndarray       # int64[N], device index of the node's workers
-    gpus: np.ndarray      # int64[N], GPUs (0 for CPU nodes)
-    cpus: np.ndarray      # float64[N], cores
-    mem: np.ndarray       # float64[N], GB
-    dist: np.ndarray      # float64[N, G, G], GPU distances, 0-padded
-    idle_w: np.ndarray    # float64[N], idle power while on
-    gpu_w: np.ndarray     # float64[N], power per busy GPU
-    core_w: np.ndarray    # float64[N], power per busy core of a CPU worker
+    dev: np.ndarray         # int64[N], device index of the node's workers
+    gpus: np.ndarray        # int64[N], GPUs (0 for CPU nodes)
+    cpus: np.ndarray        # float64[N], cores
+    mem: np.ndarray         # float64[N], GB
+    dist: np.ndarray        # float64[N, G, G], GPU distances, 0-padded
+    idle_w: np.ndarray      # float64[N], idle power while on
+    gpu_w: np.ndarray       # float64[N], power per busy GPU
+    core_w: np.ndarray      # float64[N], power per busy core of a CPU worker
     dev_is_cpu: np.ndarray  # bool[C]
+    dev_start: np.ndarray   # int64[C + 1], nodes of type c are by_dev[dev_start[c]:dev_start[c+1]]
+    by_dev: np.ndarray      # int64[N], node indices grouped by device type (ascending in a group)
 
 
 class JobArrays(NamedTuple):
@@ -48,10 +76,35 @@ class JobArrays(NamedTuple):
     grace: np.ndarray      # float64[J], grace period (s)
     comm: np.ndarray       # float64[J], 0..1
     forkable: np.ndarray   # bool[J]
+    holdable: np.ndarray   # bool[J, C], see :func:`gang_fits`
+
+
+class Options(NamedTuple):
+    """Scalar options of a run (from :class:`~hetgym.specs.SimOptions` and the scheduler)."""
+
+    horizon: float
+    round_len: float        # 0 = no rounds
+    ckpt: float             # checkpoint interval (s), 0 = none
+    restart_delay: float
+    scaling_exponent: float
+    topology_coeff: float
+    network_distance: float
+    idle_power: float       # W, all nodes
+    policy: int             # PlacementPolicy code
+    limit: int              # preemption limit per job, -1 = none
+
+
+class Params(NamedTuple):
+    """Everything static in a run."""
+
+    jobs: JobArrays
+    nodes: NodeArrays
+    opts: Options
+    min_unit: np.ndarray  # float64[C], least a worker of any job takes of free_dev[c] (1 GPU, or cores)
 
 
 class JobState(NamedTuple):
-    """Dynamic job state (all float times in s; NaN = not yet)."""
+    """Dynamic job state (float times in s; NaN = not yet)."""
 
     status: np.ndarray      # int64[J], JobStatus codes
     remaining: np.ndarray   # float64[J], iterations left as of the current time
@@ -66,17 +119,53 @@ class JobState(NamedTuple):
     n_preempt: np.ndarray   # int64[J]
     n_restart: np.ndarray   # int64[J]
     device: np.ndarray      # int64[J], device index of the current/last run, -2 mixed, -1 never
+    qpos: np.ndarray        # int64[J], slot in run.queue while queued, -1 otherwise
     worker_node: np.ndarray  # int64[J, Wmax], -1 padding
     worker_gpu: np.ndarray   # int64[J, Wmax], -1 padding / CPU worker
 
 
 class NodeState(NamedTuple):
-    """Dynamic node state."""
+    """Dynamic node state, with a per-device-type summary kept incrementally."""
 
     free_gpus: np.ndarray  # int64[N]
     free_cpus: np.ndarray  # float64[N]
     free_mem: np.ndarray   # float64[N]
     gpu_owner: np.ndarray  # int64[N, G], -1 free
+    free_dev: np.ndarray   # float64[C], free GPUs of a GPU type / free cores of a CPU type
+
+
+class RunState(NamedTuple):
+    """Dynamic run state: queue, running set, counters, accumulators, logs, scratch."""
+
+    ctr: np.ndarray        # int64[N_CTR], see CTR_*
+    acc: np.ndarray        # float64[N_ACC], see ACC_*
+    queue: np.ndarray      # int64[3 (J + 1)], queue buffer with tombstones (-1)
+    running: np.ndarray    # int64[J + 1], jobs holding resources, in start order
+    service: np.ndarray    # float64[U], per-user worker-seconds held
+    busy: np.ndarray       # float64[C], busy GPUs / cores per device type now
+    busy_time: np.ndarray  # float64[C], integral of busy over time
+    seg_i: np.ndarray      # int64[S, 3], job, device (-2 mixed), first node of each finished run
+    seg_f: np.ndarray      # float64[S, 2], start, end of each finished run
+    out_done: np.ndarray   # int64[J + 1], jobs completed at the last instant
+    out_grace: np.ndarray  # int64[J + 1], jobs whose grace ended at the last instant
+    out_node: np.ndarray   # int64[Wmax], placement found by the last place
+    out_gpu: np.ndarray    # int64[Wmax]
+    scr_i: np.ndarray      # int64[3, N], placement scratch (slots, take, order)
+    scr_f: np.ndarray      # float64[2, N], placement-check scratch (cores, memory per node)
+    qtmp: np.ndarray       # int64[J + 1], queue compaction scratch
+
+
+class State(NamedTuple):
+    """Everything dynamic in a run."""
+
+    job: JobState
+    node: NodeState
+    run: RunState
+
+
+def node_names(scenario: Scenario) -> list[str]:
+    """Per-node names ``"<group>-<i>"`` in node index order."""
+    return [f"{s.name}-{i}" for s in scenario.cluster.nodes for i in range(s.count)]
 
 
 _NODE_CACHE: dict[int, tuple[Scenario, NodeArrays]] = {}
@@ -96,49 +185,76 @@ def build_nodes(scenario: Scenario) -> NodeArrays:
 
 def _build_nodes(scenario: Scenario) -> NodeArrays:
     devices = scenario.device_types
-    spec_nodes = [(s, i) for s in scenario.cluster.nodes for i in range(s.count)]
+    spec_nodes = [s for s in scenario.cluster.nodes for _ in range(s.count)]
     n = len(spec_nodes)
-    gmax = max(1, max(s.gpus for s, _ in spec_nodes))
+    gmax = max(1, max(s.gpus for s in spec_nodes))
     dist = np.zeros((n, gmax, gmax))
-    names, dev, gpus, cpus, mem, idle, gw, cw = [], [], [], [], [], [], [], []
-    for k, (s, i) in enumerate(spec_nodes):
-        names.append(f"{s.name}-{i}")
-        dev.append(devices.index(s.device))
-        gpus.append(s.gpus)
-        cpus.append(float(s.cpus))
-        mem.append(float(s.mem_gb))
+    for k, s in enumerate(spec_nodes):
         if s.gpus:
             dist[k, : s.gpus, : s.gpus] = s.distance_matrix()
-        p = s.power_w()
-        idle.append(p[0])
-        gw.append(p[1])
-        cw.append(p[2])
+    power = np.asarray([s.power_w() for s in spec_nodes], dtype=np.float64).reshape(n, 3)
+    dev = np.asarray([devices.index(s.device) for s in spec_nodes], dtype=np.int64)
+    by_dev = np.argsort(dev, kind="stable").astype(np.int64)
+    dev_start = np.searchsorted(dev[by_dev], np.arange(len(devices) + 1)).astype(np.int64)
     return NodeArrays(
-        name=names,
-        dev=np.asarray(dev, dtype=np.int64),
-        gpus=np.asarray(gpus, dtype=np.int64),
-        cpus=np.asarray(cpus),
-        mem=np.asarray(mem),
+        dev=dev,
+        gpus=np.asarray([s.gpus for s in spec_nodes], dtype=np.int64),
+        cpus=np.asarray([float(s.cpus) for s in spec_nodes]),
+        mem=np.asarray([float(s.mem_gb) for s in spec_nodes]),
         dist=dist,
-        idle_w=np.asarray(idle),
-        gpu_w=np.asarray(gw),
-        core_w=np.asarray(cw),
+        idle_w=np.ascontiguousarray(power[:, 0]),
+        gpu_w=np.ascontiguousarray(power[:, 1]),
+        core_w=np.ascontiguousarray(power[:, 2]),
         dev_is_cpu=np.asarray([d == "cpu" for d in devices], dtype=np.bool_),
+        dev_start=dev_start,
+        by_dev=by_dev,
     )
+
+
+def gang_fits(workers: np.ndarray, cpus_need: np.ndarray, mem: np.ndarray,
+              nodes: NodeArrays) -> np.ndarray:
+    """``bool[J, C]``: the nodes of device type c, all free, could hold job j's whole gang.
+
+    The one rule behind :attr:`JobArrays.holdable`, ``View.holdable``, the
+    baselines' device choice and :meth:`Workload.check_cluster`: a worker takes
+    1 GPU (none on a CPU node), ``cpus_need[j, c]`` cores and ``mem[j]`` GB; the
+    gang fits type c when the per-node worker counts of its nodes add up to
+    ``workers[j]``. Throughput is not looked at.
+    """
+    j_n, c_n = cpus_need.shape
+    tot = np.zeros((j_n, c_n), dtype=np.int64)
+    big = 1 << 30
+    safe_mem = np.where(mem > 0, mem, 1.0)
+    for n in range(len(nodes.dev)):
+        d = int(nodes.dev[n])
+        per = np.full(j_n, big if nodes.dev_is_cpu[d] else int(nodes.gpus[n]), dtype=np.int64)
+        c = cpus_need[:, d]
+        k = np.floor(nodes.cpus[n] / np.where(c > 0, c, 1.0) + 1e-9)
+        per = np.where(c > 0, np.minimum(per, k), per)
+        k = np.floor(nodes.mem[n] / safe_mem + 1e-9)
+        per = np.where(mem > 0, np.minimum(per, k), per).astype(np.int64)
+        per = np.minimum(per, big)
+        tot[:, d] += per
+    return tot >= workers[:, None]
 
 
 def build_jobs(scenario: Scenario, rows: np.ndarray | None = None) -> JobArrays:
     """Job arrays in workload order (sorted by arrival, then job_id).
 
-    With ``rows`` (sorted row indices of the workload), only those jobs, with
-    arrivals rebased so that the first arrives at 0 (an episode window).
+    With ``rows`` (sorted row indices of the workload), only those jobs, cut by
+    :func:`cut_window` (arrivals and deadlines shifted so the first job arrives at 0).
     """
     full = _build_jobs(scenario)
-    if rows is None:
-        return full
+    return full if rows is None else cut_window(full, rows)
+
+
+def cut_window(jobs: JobArrays, rows: np.ndarray) -> JobArrays:
+    """The jobs at ``rows`` as an episode window: arrivals and deadlines move together so
+    that the first job arrives at 0 (the array form of ``hetgym.traces.windows.rebase``)."""
     rows = np.asarray(rows, dtype=np.int64)
-    out = JobArrays(*(a[rows] for a in full))
-    return out._replace(arrival=out.arrival - out.arrival[0])
+    out = JobArrays(*(a[rows] for a in jobs))
+    t0 = out.arrival[0] if len(rows) else 0.0
+    return out._replace(arrival=out.arrival - t0, deadline=out.deadline - t0)
 
 
 _CACHE: dict[int, tuple[Scenario, JobArrays]] = {}
@@ -168,38 +284,72 @@ def _build_jobs_uncached(scenario: Scenario) -> JobArrays:
     grace = fr["grace_period"].to_numpy(dtype=np.float64)
     if scenario.options.grace_period is not None:
         grace = np.full(len(fr), float(scenario.options.grace_period))
+    workers = fr["workers"].to_numpy(dtype=np.int64)
+    mem = fr["mem_gb"].to_numpy(dtype=np.float64)
     return JobArrays(
         job_id=fr["job_id"].to_numpy(dtype=np.int64),
         arrival=fr["arrival"].to_numpy(dtype=np.float64),
         user=wl.user_ids(),
         job_class=(fr["job_class"] == "TE").to_numpy().astype(np.int64),
-        workers=fr["workers"].to_numpy(dtype=np.int64),
+        workers=workers,
         work=fr["work"].to_numpy(dtype=np.float64),
         tput=np.ascontiguousarray(tput),
         cpus_need=np.ascontiguousarray(cpus_need),
-        mem=fr["mem_gb"].to_numpy(dtype=np.float64),
+        mem=mem,
         deadline=fr["deadline"].to_numpy(dtype=np.float64),
         weight=fr["weight"].to_numpy(dtype=np.float64),
         grace=grace,
         comm=fr["comm"].to_numpy(dtype=np.float64),
         forkable=fr["forkable"].to_numpy(dtype=np.bool_),
+        holdable=gang_fits(workers, cpus_need, mem, build_nodes(scenario)),
     )
 
 
-def best_durations(jobs: JobArrays) -> np.ndarray:
-    """float64[J]: each job's run time from scratch on its fastest device type,
-    ``work / (workers x tput)`` (linear scaling; the reference for slowdown and progress)."""
+def best_durations(jobs: JobArrays, amount: np.ndarray | None = None,
+                   scaling_exponent: float = 1.0) -> np.ndarray:
+    """float64[J]: each job's run time on its fastest device type that can hold its gang.
+
+    ``amount / (W x tput x W^(e-1))`` minimised over the types where ``tput > 0``
+    and the gang fits (:func:`gang_fits`); ``amount`` defaults to the whole work and
+    ``e`` to 1 (linear scaling: the reference of slowdown and progress metrics).
+    The scalar form inside kernels is :func:`hetgym.sim.kernels.best_duration_nb`.
+    """
+    amount = jobs.work if amount is None else amount
+    w = jobs.workers.astype(np.float64)
+    eff = w ** (scaling_exponent - 1.0)
+    ok = (jobs.tput > 0) & jobs.holdable
     with np.errstate(divide="ignore", invalid="ignore"):
-        d = jobs.work[:, None] / (jobs.workers[:, None] * jobs.tput)
-    return np.min(np.where(jobs.tput > 0, d, np.inf), axis=1)
+        d = amount[:, None] / (w[:, None] * jobs.tput * eff[:, None])
+    return np.min(np.where(ok, d, np.inf), axis=1)
 
 
-def new_job_state(jobs: JobArrays) -> JobState:
-    """Initial dynamic state: every job in the future, nothing done."""
+def build_params(scenario: Scenario, jobs: JobArrays, round_length: float | None) -> Params:
+    """Static parameters of a run."""
+    o = scenario.options
+    nodes = build_nodes(scenario)
+    opts = Options(
+        horizon=float(o.horizon), round_len=float(round_length or 0.0),
+        ckpt=float(o.checkpoint_interval), restart_delay=float(o.restart_delay),
+        scaling_exponent=float(o.scaling_exponent), topology_coeff=float(o.topology_coeff),
+        network_distance=float(o.network_distance), idle_power=float(nodes.idle_w.sum()),
+        policy=int(PlacementPolicy.of(o.placement)),
+        limit=-1 if o.max_preemptions is None else int(o.max_preemptions))
+    unit = np.ones(len(nodes.dev_is_cpu))
+    for c in np.flatnonzero(nodes.dev_is_cpu):
+        need = jobs.cpus_need[:, c][jobs.tput[:, c] > 0]
+        unit[c] = float(need.min()) if len(need) else np.inf
+    return Params(jobs=jobs, nodes=nodes, opts=opts, min_unit=unit)
+
+
+def new_state(params: Params, round_length: float | None) -> State:
+    """Initial state: every job in the future, nothing done, every node free."""
+    jobs, nodes = params.jobs, params.nodes
     j = len(jobs.arrival)
+    n = len(nodes.dev)
+    c = len(nodes.dev_is_cpu)
     wmax = int(jobs.workers.max())
     nan = np.full(j, np.nan)
-    return JobState(
+    job = JobState(
         status=np.zeros(j, dtype=np.int64),
         remaining=jobs.work.copy(),
         rate=np.zeros(j),
@@ -213,16 +363,39 @@ def new_job_state(jobs: JobArrays) -> JobState:
         n_preempt=np.zeros(j, dtype=np.int64),
         n_restart=np.zeros(j, dtype=np.int64),
         device=np.full(j, -1, dtype=np.int64),
+        qpos=np.full(j, -1, dtype=np.int64),
         worker_node=np.full((j, wmax), -1, dtype=np.int64),
         worker_gpu=np.full((j, wmax), -1, dtype=np.int64),
     )
-
-
-def new_node_state(nodes: NodeArrays) -> NodeState:
-    """Initial node state: everything free."""
-    return NodeState(
+    free_dev = np.zeros(c)
+    for k in range(n):
+        d = nodes.dev[k]
+        free_dev[d] += nodes.cpus[k] if nodes.dev_is_cpu[d] else nodes.gpus[k]
+    node = NodeState(
         free_gpus=nodes.gpus.copy(),
         free_cpus=nodes.cpus.copy(),
         free_mem=nodes.mem.copy(),
         gpu_owner=np.full(nodes.dist.shape[:2], -1, dtype=np.int64),
+        free_dev=free_dev,
     )
+    ctr = np.zeros(N_CTR, dtype=np.int64)
+    ctr[CTR_QHEAD] = ctr[CTR_QTAIL] = j + 1
+    acc = np.zeros(N_ACC)
+    acc[ACC_ROUND] = round_length if round_length else np.inf
+    run = RunState(
+        ctr=ctr, acc=acc,
+        queue=np.full(3 * (j + 1), -1, dtype=np.int64),
+        running=np.empty(j + 1, dtype=np.int64),
+        service=np.zeros(int(jobs.user.max()) + 1),
+        busy=np.zeros(c), busy_time=np.zeros(c),
+        seg_i=np.zeros((2 * j + 16, 3), dtype=np.int64),
+        seg_f=np.zeros((2 * j + 16, 2)),
+        out_done=np.empty(j + 1, dtype=np.int64),
+        out_grace=np.empty(j + 1, dtype=np.int64),
+        out_node=np.empty(wmax, dtype=np.int64),
+        out_gpu=np.empty(wmax, dtype=np.int64),
+        scr_i=np.zeros((3, n), dtype=np.int64),
+        scr_f=np.zeros((2, n)),
+        qtmp=np.empty(j + 1, dtype=np.int64),
+    )
+    return State(job=job, node=node, run=run)
