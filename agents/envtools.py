@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from hetgym.specs import Scenario
-from hetgym.workload import Workload
 
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.envs.hetcluster import HetClusterEnv
@@ -124,20 +123,11 @@ def resolve_action(action: int, mask: np.ndarray, wait_action: int) -> int:
 
 
 def time_feature_index(window: int, n_dev: int, run_window: int) -> np.ndarray:
-    """Indices of the observation entries that are ``squash(time, 3600 s)``.
+    """Indices of the observation entries that are ``squash(time, 3600 s)``: the ``time``
+    features of the env's published layout (:func:`hetgym.envs.features.layout`)."""
+    from hetgym.envs.features import time_feature_index as index
 
-    Per job slot (``6 + C`` entries): wait so far, best duration, and the C
-    per-device durations; per running slot (4 entries): remaining time. The
-    layout is the table of :mod:`hetgym.envs.features`.
-    """
-    f = 6 + n_dev
-    idx = []
-    for k in range(window):
-        b = k * f
-        idx += [b + 1, b + 2, *range(b + 6, b + 6 + n_dev)]
-    b0 = window * f + 3 * n_dev
-    idx += [b0 + r * 4 + 1 for r in range(run_window)]
-    return np.asarray(idx, dtype=np.int64)
+    return index(window, n_dev, run_window)
 
 
 def rescale_time(obs: np.ndarray, index: np.ndarray, time_scale: float) -> np.ndarray:
@@ -161,10 +151,7 @@ def policy_obs(env: "HetClusterEnv", obs: np.ndarray, time_scale: float | None) 
     """The observation a policy sees (``obs``, time features re-squashed if ``time_scale``)."""
     if time_scale is None:
         return obs
-    idx = getattr(env, "_agents_time_index", None)
-    if idx is None:
-        idx = time_feature_index(env.window, env.n_dev, env.run_window)
-        env._agents_time_index = idx  # type: ignore[attr-defined]
+    idx = np.asarray([f.index for f in env.obs_layout if f.time], dtype=np.int64)
     return rescale_time(obs, idx, time_scale)
 
 
@@ -189,24 +176,21 @@ def refresh(env: "HetClusterEnv") -> tuple[bool, np.ndarray]:
 
 
 def window_rows(env: "HetClusterEnv", reset_seed: int) -> np.ndarray:
-    """Workload rows of the window that ``env.reset(seed=reset_seed)`` draws."""
-    env.reset(seed=reset_seed)
-    assert env.sim is not None
-    if env.sim.rows is None:
-        return np.arange(len(env.scenario.workload))
-    return env.sim.rows.copy()
+    """Workload rows of the window that ``env.reset(seed=reset_seed)`` draws (asked of
+    the env's :class:`~hetgym.episodes.EpisodeWindows`; the env is not reset)."""
+    return env.windows.rows_for_seed(reset_seed)
 
 
 def window_scenario(scenario: Scenario, rows: np.ndarray) -> Scenario:
-    """``scenario`` restricted to workload ``rows``, arrivals rebased to start at 0.
+    """``scenario`` restricted to workload ``rows``, arrivals and deadlines shifted so the
+    first arrives at 0 (:meth:`hetgym.episodes.EpisodeWindows.scenario`).
 
     Simulating it is simulating the env episode on those rows (same jobs,
-    same arrival times).
+    same arrival times, same deadlines).
     """
-    fr = scenario.workload.frame.iloc[np.asarray(rows)].copy()
-    fr["arrival"] = fr["arrival"] - fr["arrival"].iloc[0]
-    wl = Workload.from_frame(fr.reset_index(drop=True), source=f"{scenario.name} window")
-    return scenario.replace(workload=wl, name=f"{scenario.name}[{int(rows[0])}:{int(rows[-1]) + 1}]")
+    from hetgym.episodes import EpisodeWindows
+
+    return EpisodeWindows.scenario(scenario, rows)
 
 
 def heldout_windows(scenario: Scenario, env_config: EnvConfig, n: int,
