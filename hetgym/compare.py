@@ -1,8 +1,9 @@
 """Compare schedulers on one scenario: same jobs, same metrics, one table.
 
-``python -m hetgym.compare`` runs every available baseline on the default
-scenario over a few seeds, shows a progress bar, and prints the table
-(mean +- std over seeds). See ``--help``.
+``python -m hetgym.compare`` runs every available scheduler (the plug-ins of
+:mod:`hetgym.schedulers`: this project's baselines) on the default scenario over a
+few seeds, shows a progress bar, and prints the table (mean +- std over seeds).
+See ``--help``.
 """
 
 from __future__ import annotations
@@ -31,9 +32,9 @@ def run_grid(scenario_name: str, schedulers: Sequence[str], seeds: Iterable[int]
     """
     import inspect
 
-    import baselines
     import hetgym
     from hetgym import scenarios
+    from hetgym.schedulers import make
 
     seeds = list(seeds)
     rows = []
@@ -54,7 +55,7 @@ def run_grid(scenario_name: str, schedulers: Sequence[str], seeds: Iterable[int]
         for name in schedulers:
             if bar is not None:
                 bar.set_postfix_str(f"{name} seed={seed}")
-            sched = baselines.make(name, **(scheduler_params or {}).get(name, {}))
+            sched = make(name, **(scheduler_params or {}).get(name, {}))
             res = hetgym.simulate(sc, sched, seed=seed)
             rows.append({"scheduler": name, "seed": seed, **res.summary(),
                          "wall_s": res.wall_time})
@@ -104,20 +105,22 @@ def format_table(agg: pd.DataFrame, metrics: Sequence[str] = DEFAULT_METRICS,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: compare baselines on a scenario and print the table."""
-    import baselines
-    from hetgym import scenarios
+    """Command line: compare schedulers on a scenario and print the table."""
+    from hetgym import scenarios, schedulers
 
     p = argparse.ArgumentParser(prog="python -m hetgym.compare", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scenario", default=scenarios.DEFAULT, help="scenario name")
-    p.add_argument("--schedulers", default="all", help="comma-separated baseline names, or 'all'")
+    p.add_argument("--schedulers", default="all",
+                   help="comma-separated scheduler names (hetgym.schedulers.names()), or 'all'")
     p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds")
     p.add_argument("--n-jobs", type=int, default=None, help="override the scenario's job count")
     p.add_argument("--out", default=None, help="write the runs as CSV here")
     p.add_argument("--no-progress", action="store_true")
     a = p.parse_args(argv)
-    names = baselines.names() if a.schedulers == "all" else a.schedulers.split(",")
+    names = schedulers.names() if a.schedulers == "all" else a.schedulers.split(",")
+    if not names:
+        p.error("no scheduler is installed (entry-point group 'hetgym.schedulers')")
     kw = {"n_jobs": a.n_jobs} if a.n_jobs else {}
     runs = run_grid(a.scenario, names, [int(s) for s in a.seeds.split(",")], kw,
                     progress=not a.no_progress)
