@@ -134,9 +134,15 @@ def DRFA(speedup: float | None = None) -> DRFScheduler:
 class EqualShare:
     """ES, equal share: every user gets ``1/U`` of each device type's machines, statically.
 
-    User ``u`` of ``U`` may hold ``floor(S_t / U)`` machines of type ``t`` (one more for
-    the first ``S_t mod U`` users), ``S_t`` being the type's GPUs or CPU slots; a
-    share left idle is not lent to others. Two orders within a user:
+    User ``u`` of ``U`` may hold ``floor(S_t / U)`` machines of type ``t``, ``S_t`` being
+    the type's GPUs or CPU slots; the ``S_t mod U`` machines left over go one each to
+    the next users in turn, the turn going on from one device type to the next (device
+    order), so that leftovers spread over users instead of all going to the first ones
+    (``toy-3jobs``, 1 CPU slot and 1 V100 for 2 users: the slot to user 0, the V100 to
+    user 1, so each user can run). A share left idle is not lent to others. A user
+    with no machine of any type (more users than machines in all) can never start a
+    job: the run stalls (:class:`hetgym.StalledRunWarning`), which is what a static
+    equal share means there. Two orders within a user:
 
     * ``"sjf"`` (AlloX sec. 5.1.1, the default): whenever a machine of the user's
       share is free, the user's waiting job with the shortest processing time *on that
@@ -168,9 +174,11 @@ class EqualShare:
         users = int(np.asarray(view.user).max()) + 1
         slots = slots_per_device(view)
         self.quota = np.zeros((users, len(slots)), dtype=np.int64)
+        turn = 0  # next user to get a leftover machine
         for d, s in enumerate(slots.tolist()):
             self.quota[:, d] = s // users
-            self.quota[: s % users, d] += 1
+            self.quota[(turn + np.arange(s % users)) % users, d] += 1
+            turn = (turn + s % users) % users
         self._fastest = FastestFirst()
 
     def decide(self, view: View) -> list[Decision]:

@@ -10,7 +10,7 @@ from gymnasium.envs.registration import register as _register
 from hetgym.decisions import Placement, Preempt, Scheduler, SchedulingError, Start, Wait
 from hetgym.devices import CATALOGUE, DeviceType, device_names
 from hetgym.metrics import Result
-from hetgym.runner import simulate
+from hetgym.runner import StalledRunWarning, simulate
 from hetgym.specs import ClusterSpec, NodeSpec, Objective, PowerModel, Scenario, SimOptions
 from hetgym.workload import Workload, WorkloadError
 from hetgym import scenarios
@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ClusterSpec", "NodeSpec", "PowerModel", "SimOptions", "Objective", "Scenario",
-    "Workload", "WorkloadError", "simulate", "Result", "Start", "Preempt", "Wait",
+    "Workload", "WorkloadError", "simulate", "StalledRunWarning", "Result", "Start", "Preempt", "Wait",
     "Placement", "Scheduler", "SchedulingError", "DeviceType", "CATALOGUE", "device_names",
     "scenarios", "__version__",
 ]

@@ -1,4 +1,4 @@
-"""Per-job table and summary metrics of a run (DESIGN.md "Metrics").
+"""Per-job table and summary metrics of a run (docs/semantics.md, "Metrics").
 
 Definitions:
 
@@ -179,5 +179,5 @@ class Result:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, float]:
-        """Summary metrics as a dict (a copy)."""
-        return dict(self.metrics)
+        """Summary metrics as a dict (a copy), with ``stalled`` (bool): see ``stalled``."""
+        return {**self.metrics, "stalled": bool(self.stalled)}

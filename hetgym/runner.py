@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any
 
 import numpy as np
@@ -12,7 +13,14 @@ from hetgym.sim.engine import Simulator
 from hetgym.sim.state import ACC_ROUND
 from hetgym.specs import Scenario
 
-__all__ = ["simulate"]
+__all__ = ["simulate", "StalledRunWarning"]
+
+
+class StalledRunWarning(RuntimeWarning):
+    """A run ended with jobs left that no event could start (``Result.stalled``).
+
+    Its metrics cover the finished jobs only; do not rank it with complete runs.
+    """
 
 
 def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
@@ -25,8 +33,10 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
     sets ``call_when_queue_empty = True`` or asks for rounds (``round_length``).
     A run ends ``stalled`` when jobs wait and no event can change that (with
     rounds: a round boundary at which nothing runs, nothing is left to arrive and
-    the scheduler decides nothing).
-    Invariants (DESIGN.md) are checked at the end of every run, and after
+    the scheduler decides nothing); it then warns with a
+    :class:`StalledRunWarning` naming the scenario, the unfinished jobs and the
+    time, and ``Result.stalled`` (also ``summary()["stalled"]``) is True.
+    Invariants (docs/semantics.md) are checked at the end of every run, and after
     every event when ``check_every_event`` is set.
 
     Args:
@@ -80,5 +90,10 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
     sim.check_final()
     jobs = job_table(sim)
     metrics = summarize(sim, jobs, np.asarray(times) * 1e3)
+    if stalled:
+        warnings.warn(
+            f"run of {type(scheduler).__name__} on scenario {scenario.name!r} stalled at "
+            f"t={sim.now:.6g} s: {int(metrics['unfinished_jobs'])} of {sim.n_jobs} jobs "
+            "unfinished and no event can start them", StalledRunWarning, stacklevel=2)
     return Result(jobs=jobs, metrics=metrics, segments=list(sim.segments),
                   devices=list(sim.devices), wall_time=wall, stalled=stalled)

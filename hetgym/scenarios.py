@@ -131,12 +131,15 @@ register(DEFAULT, _hetero_small)
 register("synthetic-hybrid", _synthetic)
 register("toy-3jobs", _toy)
 
-_PRESET_MODULES = ("hetgym.traces.presets", "baselines.allox_scenarios", "baselines.fitgpp_scenarios")
+_PRESET_MODULES = ("hetgym.traces.presets", "hetgym.presets.allox", "hetgym.presets.fitgpp")
 _loaded = False
 
 
 def _load_presets() -> None:
-    """Import optional modules that register more scenarios (traces, paper labs)."""
+    """Import the modules that register more scenarios (trace presets, paper presets).
+
+    Only ``hetgym`` modules: scenarios are data, schedulers (``baselines``) use them.
+    """
     global _loaded
     if _loaded:
         return

@@ -174,7 +174,7 @@ class ClusterSpec:
 
 @dataclass(frozen=True)
 class SimOptions:
-    """Simulation options (DESIGN.md, "Simulation semantics").
+    """Simulation options (docs/semantics.md).
 
     Attributes:
         restart_delay: Seconds without progress after a restart or re-allocation.

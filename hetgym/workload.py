@@ -1,6 +1,6 @@
 """The canonical job table and its one door into the simulator.
 
-Schema (one row a job; DESIGN.md "Workloads and traces"):
+Schema (one row a job; docs/semantics.md, "Jobs"):
 
 ============== ======== ===========================================================
 column         type     meaning

@@ -167,7 +167,7 @@ def bench(n_jobs: int = 200, repeats: int = 30) -> str:
     from hetgym.sim.engine import Simulator
     from hetgym.specs import Scenario, SimOptions
     from hetgym.workload import Workload
-    from baselines.allox_scenarios import hybrid_cluster
+    from hetgym.presets.allox import hybrid_cluster
 
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"job_id": np.arange(n_jobs), "arrival": 0.0,

@@ -9,15 +9,17 @@ Reads every ``metrics.json`` under the sweep folder (with the ``jobs.parquet``
 and ``segments.parquet`` beside it) and writes, atomically, into ``--out``:
 
 * ``report.md``: per scenario, mean ± std over seeds per scheduler and metric
-  (:func:`hetgym.compare.aggregate` and :func:`hetgym.compare.format_table`);
+  (:func:`hetgym.compare.aggregate` and :func:`hetgym.compare.format_table`), best
+  average JCT first; a scheduler with a stalled run is marked ``*`` and listed after
+  the complete ones (:func:`hetgym.compare.rank`);
 * ``summary.csv``: the same for every numeric metric (``<metric>_mean``/``_std``),
   one row per (scenario, scheduler); ``runs.csv``: one row per run;
 * ``jct_cdf[_<scenario>].png``: CDF of job completion times per scheduler (all seeds);
 * ``utilisation[_<scenario>].png``: busy fraction of each device type over time per
   scheduler (first seed), from the runs of jobs (``segments.parquet``), or from the
   jobs table (start to end) when a run has no segments;
-* ``gantt[_<scenario>].png``: Gantt chart of one run (default: the scheduler with the
-  lowest mean avg JCT, its first seed; ``--gantt LABEL[:SEED]`` picks another).
+* ``gantt[_<scenario>].png``: Gantt chart of one run (default: the first scheduler of
+  the ranking, its first seed; ``--gantt LABEL[:SEED]`` picks another).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ __all__ = ["load_runs", "summary_tables", "jct_cdf_figure", "utilisation_figure"
 
 
 def load_runs(sweep: Path) -> pd.DataFrame:
-    """One row per run: ``scheduler``, ``scenario``, ``seed``, metrics, ``wall_s``, ``path``."""
+    """One row per run: ``scheduler``, ``scenario``, ``seed``, metrics, ``stalled``, ``wall_s``, ``path``."""
     rows = []
     for f in sorted(sweep.rglob("metrics.json")):
         if any(part.startswith(".") for part in f.relative_to(sweep).parts):
@@ -47,23 +49,24 @@ def load_runs(sweep: Path) -> pd.DataFrame:
             print(f"warning: skipping unreadable {f}: {exc}", file=sys.stderr)
             continue
         rows.append({"scheduler": rec["scheduler"], "scenario": rec["scenario"],
-                     "seed": rec["seed"], **rec["metrics"], "wall_s": rec.get("wall_s"),
-                     "path": str(f.parent)})
+                     "seed": rec["seed"], **rec["metrics"],
+                     "stalled": bool(rec.get("stalled", rec["metrics"].get("stalled", False))),
+                     "wall_s": rec.get("wall_s"), "path": str(f.parent)})
     return pd.DataFrame(rows)
 
 
 def summary_tables(runs: pd.DataFrame, metrics: Sequence[str]) -> tuple[str, pd.DataFrame]:
     """Markdown (one section per scenario) and the CSV table of every numeric metric."""
-    from hetgym.compare import aggregate, format_table
+    from hetgym.compare import aggregate, format_table, rank
 
-    skip = {"seed", "wall_s"}
+    skip = {"seed", "wall_s", "stalled"}
     numeric = [c for c in runs.columns
                if c not in skip and pd.api.types.is_numeric_dtype(runs[c])]
     parts, frames = [], []
     for scen, r in runs.groupby("scenario", sort=True):
         agg_all = aggregate(r, numeric)
-        order = agg_all["avg_jct_mean"].sort_values().index if "avg_jct_mean" in agg_all else agg_all.index
-        agg_all = agg_all.loc[order]
+        if "avg_jct_mean" in agg_all:
+            agg_all = rank(agg_all)
         seeds = sorted(r["seed"].unique().tolist())
         parts.append(f"## {scen}\n\nseeds {seeds}; mean ± std over seeds "
                      "(times in s, energy in kWh)\n\n" + format_table(agg_all, metrics) + "\n")
@@ -189,7 +192,7 @@ def gantt(run_dir: Path, label: str) -> Any:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line (module docstring)."""
-    from hetgym.compare import DEFAULT_METRICS
+    from hetgym.compare import DEFAULT_METRICS, aggregate, rank
     from hetgym.io import write_atomic_bytes, write_atomic_csv
 
     p = argparse.ArgumentParser(prog="scripts/report.py", description=__doc__,
@@ -216,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for scen in scenarios:
             r = runs[runs["scenario"] == scen]
             sfx = "" if len(scenarios) == 1 else f"_{scen}"
-            order = r.groupby("scheduler")["avg_jct"].mean().sort_values().index.tolist()
+            order = rank(aggregate(r, ["avg_jct"])).index.tolist()
             _save(jct_cdf_figure(r, order), out / f"jct_cdf{sfx}.png")
             _save(utilisation_figure(r, order), out / f"utilisation{sfx}.png")
             label, seed = order[0], None

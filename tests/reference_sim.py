@@ -1,6 +1,6 @@
 """A slow, obviously correct pure-Python reference simulator (STYLE.md item 9).
 
-It follows the documented rules of DESIGN.md ("Simulation semantics") and the
+It follows the documented rules of docs/semantics.md and the
 docstrings of :mod:`hetgym.sim.engine` / :mod:`hetgym.sim.kernels`, but shares
 no code with them: state is plain Python objects, lists and dicts; nothing
 here imports the Numba kernels or the engine. The test-suite runs the fast

@@ -1,10 +1,12 @@
-"""The public interface exactly as DESIGN.md writes it (tests outside the project call this)."""
+"""The public interface exactly as docs/semantics.md and the README write it (tests outside
+the project call this)."""
 
 from __future__ import annotations
 
 import gymnasium as gym
 import numpy as np
 import pandas as pd
+import pytest
 
 import baselines
 import hetgym
@@ -46,13 +48,49 @@ def test_design_snippet_end_to_end():
         assert len(jobs) == 3 and jobs["finished"].all(), name
         for col in ("arrival", "start", "end", "device", "wait", "jct", "slowdown"):
             assert col in jobs.columns
-        m = result.summary()
-        for key in ("avg_jct", "p50_jct", "p95_jct", "p99_jct", "avg_wait", "avg_slowdown",
-                    "te_p95_slowdown", "be_p50_slowdown", "makespan", "energy_kwh",
-                    "energy_cost", "tardiness_cost", "preemptions", "restarts",
-                    "jain_fairness", "user_progress_std", "decision_time_p50",
-                    "decision_time_p99", "unfinished_jobs"):
-            assert key in m, key
+        check_summary_matches_jobs(result, scenario, name)
         # the 2-worker TE job fits only on the two single-GPU V100 nodes (tput_cpu = 0)
         te = jobs[jobs["job_class"] == "TE"].iloc[0]
         assert te["device"] == "v100"
+
+
+def _approx(x: float):
+    return pytest.approx(x, rel=1e-12, abs=1e-12)
+
+
+def check_summary_matches_jobs(result: hetgym.Result, scenario: Scenario, name: str) -> None:
+    """Every documented metric of ``summary()`` recomputed from ``result.jobs``
+    (definitions: hetgym/metrics.py, docs/semantics.md "Metrics")."""
+    jobs, m = result.jobs, result.summary()
+    done = jobs[jobs["finished"]]
+    jct = done["jct"].to_numpy()
+    # the per-job columns agree with each other
+    assert (jobs["start"] >= jobs["arrival"]).all(), name
+    np.testing.assert_allclose(done["jct"], done["end"] - done["arrival"], rtol=1e-12)
+    np.testing.assert_allclose(done["wait"], done["jct"] - done["exec_time"], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(done["slowdown"], done["jct"] / done["exec_time"], rtol=1e-12)
+    assert (done["wait"] >= -1e-9).all() and (done["exec_time"] >= done["best_duration"] - 1e-9).all()
+    # the summary is a function of the jobs table
+    assert m["jobs"] == len(jobs) == len(scenario.workload)
+    assert m["unfinished_jobs"] == int((~jobs["finished"]).sum()) == 0
+    assert m["stalled"] is False and not result.stalled
+    assert m["avg_jct"] == _approx(jct.mean()), name
+    for q in (50, 95, 99):
+        assert m[f"p{q}_jct"] == _approx(np.percentile(jct, q)), (name, q)
+    assert m["avg_wait"] == _approx(done["wait"].mean()), name
+    assert m["avg_slowdown"] == _approx(done["slowdown"].mean()), name
+    for cls in ("TE", "BE"):
+        sd = done.loc[done["job_class"] == cls, "slowdown"].to_numpy()
+        for q in (50, 95, 99):
+            assert m[f"{cls.lower()}_p{q}_slowdown"] == _approx(np.percentile(sd, q)), (name, cls, q)
+    assert m["makespan"] == _approx(done["end"].max()), name
+    assert m["preemptions"] == jobs["preemptions"].sum() and m["restarts"] == jobs["restarts"].sum()
+    assert m["tardiness_cost"] == _approx(jobs["tardiness"].sum()) == 0.0  # no deadlines
+    per_user = done.groupby("user")["slowdown"].mean().to_numpy()
+    assert m["jain_fairness"] == _approx(per_user.sum() ** 2 / (len(per_user) * (per_user**2).sum()))
+    progress = (done["best_duration"] / done["jct"]).groupby(done["user"]).mean().to_numpy()
+    assert m["user_progress_std"] == _approx(progress.std())
+    assert m["energy_kwh"] > 0
+    opts = scenario.options
+    assert m["energy_cost"] == _approx(m["energy_kwh"] * opts.energy_price * opts.pue)
+    assert 0 <= m["decision_time_p50"] <= m["decision_time_p99"]

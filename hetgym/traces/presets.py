@@ -16,14 +16,13 @@ name                      what
 ``andreas-armida``        ANDREAS's 8 validation jobs on ARMIDA nodes, tardiness objective
 ========================= ==================================================================
 
-``fitgpp-lab`` is registered by ``baselines.fitgpp_scenarios``; this module registers its
-own only when that module is absent. Trace jobs that fit no node group of the cluster are
-dropped (the count is in the workload frame's ``attrs["dropped_unfit"]``).
+The papers' own presets (``allox-hybrid``, ``fitgpp-lab``) are in :mod:`hetgym.presets`.
+Trace jobs that fit no node group of the cluster are dropped (the count is in the workload
+frame's ``attrs["dropped_unfit"]``).
 """
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -263,22 +262,6 @@ def andreas_armida(energy_weight: float = 0.0) -> Scenario:
                      "andreas-armida", objective)
 
 
-def _fitgpp_lab(n_jobs: int = 2**13, seed: int = 0, te_fraction: float | None = None,
-                load: float | None = None) -> Scenario:
-    """FitGpp's lab workload on its 84-node cluster (fallback when baselines is absent)."""
-    from hetgym.traces.lab import fitgpp_cluster, fitgpp_jobs
-
-    df = fitgpp_jobs(n_jobs, seed=seed, te_fraction=te_fraction, load=load)
-    return _scenario(fitgpp_cluster(), df, SimOptions(max_preemptions=1, restart_delay=0.0), "fitgpp-lab")
-
-
-def _has_module(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
-
-
 REGISTERED = {
     "philly-hetero": philly_hetero,
     "google-hybrid": google_hybrid,
@@ -287,8 +270,5 @@ REGISTERED = {
     "hadar-testbed": hadar_testbed,
     "andreas-armida": andreas_armida,
 }
-if "fitgpp-lab" not in scenarios._FACTORIES and not _has_module("baselines.fitgpp_scenarios"):
-    REGISTERED["fitgpp-lab"] = _fitgpp_lab
-
 for _name, _factory in REGISTERED.items():
     scenarios.register(_name, _factory)

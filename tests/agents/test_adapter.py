@@ -101,12 +101,19 @@ def test_heldout_windows_are_scenarios_of_n_jobs():
 
 
 def test_toy_first_feasible_policy():
+    """Devices (cpu, v100); durations (GPU, CPU) = (3, 4), (4, 6), (5, 10) s. The first
+    feasible action starts J1 on the CPU (action 0: slot 0, cpu), then J2 on the V100
+    (action 1: the CPU is taken); both end at t=4, and J3 takes the CPU (action 0), 10 s."""
     sc = scenarios.get("toy-3jobs")
     sched = AgentScheduler(lambda o, m: int(np.flatnonzero(m)[0]), EnvConfig(n_jobs=None, window=4))
     res = hetgym.simulate(sc, sched, seed=0)
+    assert sched.actions == [0, 1, 0]
+    jobs = res.jobs.set_index("job_id")
+    assert jobs["device"].to_dict() == {1: "cpu", 2: "v100", 3: "cpu"}
+    assert jobs["start"].to_dict() == {1: 0.0, 2: 0.0, 3: 4.0}
+    assert jobs["end"].to_dict() == {1: 4.0, 2: 4.0, 3: 14.0}
     assert res.summary()["unfinished_jobs"] == 0
-    # job 1 on the V100 (first device), job 2 on the CPU, job 3 on the V100 after job 1.
-    assert res.summary()["avg_jct"] == pytest.approx((3 + 6 + 8 + 10 + 10) / 3, abs=30)
+    assert res.summary()["avg_jct"] == (4 + 4 + 14) / 3
 
 
 def test_no_idle_wait_masks_wait_when_no_event_is_left():

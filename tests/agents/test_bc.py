@@ -41,4 +41,30 @@ def test_collect_shapes(window):
     n = len(data["action"])
     assert data["obs"].shape[0] == n == len(data["ret"]) == data["mask"].shape[0]
     assert data["mask"][np.arange(n), data["action"]].all()
-    assert (data["ret"] <= 0).all() and len(data["teacher_avg_jct"]) == 2
+    assert len(data["teacher_avg_jct"]) == 2
+
+
+def test_collect_returns_on_toy_by_hand():
+    """SJF on toy-3jobs (devices cpu, v100): J1 on the V100 (action 1), J2 on the CPU
+    (action 0), J3 on the V100 when J1 ends at t=3 (action 1). Step rewards (jct term,
+    scale 3600 s): 0, -3 jobs x 3 s, -(2 jobs x 3 s + 1 job x 2 s) = 0, -9, -8 (/3600);
+    returns-to-go with gamma 0.99: -16.7508, -16.92, -8; with gamma 1: -17, -17, -8."""
+    sc = scenarios.get("toy-3jobs")
+    cfg = EnvConfig(n_jobs=None, window=4)
+    data = collect(sc, cfg, "sjf", episodes=1, seed=0)
+    assert data["action"].tolist() == [1, 0, 1]
+    np.testing.assert_allclose(data["ret"] * 3600.0, [-(0.99 * (9 + 0.99 * 8)), -(9 + 0.99 * 8), -8.0],
+                               rtol=1e-6)
+    assert data["teacher_avg_jct"].tolist() == [17 / 3]
+    undiscounted = collect(sc, cfg, "sjf", episodes=1, seed=0, gamma=1.0)
+    np.testing.assert_allclose(undiscounted["ret"] * 3600.0, [-17.0, -17.0, -8.0], rtol=1e-6)
+
+
+def test_collect_undiscounted_return_is_minus_total_jct(window):
+    """With gamma 1 an episode's first return-to-go is minus its total JCT in hours."""
+    cfg = EnvConfig(n_jobs=12)
+    for seed in (0, 1):
+        data = collect(window, cfg, "sjf", episodes=1, seed=seed, gamma=1.0)
+        total_h = data["teacher_avg_jct"][0] * 12 / 3600.0
+        assert data["ret"][0] == pytest.approx(-total_h, rel=1e-5)
+        assert data["ret"][-1] < 0 and np.all(np.diff(data["ret"]) >= -1e-9)

@@ -19,7 +19,7 @@ import baselines
 import hetgym
 from baselines.allox import BASELINES, AlloX, JSQPlus
 from baselines.allox_parts import AlloXProgress, MachinePool, match_first_jobs
-from baselines.allox_scenarios import (
+from hetgym.presets.allox import (
     JSQ_PLUS_EXAMPLE,
     SJF_PLUS_EXAMPLE,
     TABLE1,

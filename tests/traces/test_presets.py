@@ -37,7 +37,7 @@ def test_all_registered() -> None:
         assert name in SMALL
     assert {"philly-hetero", "google-hybrid", "alibaba-pai", "helios", "hadar-testbed",
             "andreas-armida"} <= set(NAMES)
-    assert "fitgpp-lab" in known  # from baselines or from the fallback here
+    assert "fitgpp-lab" in known  # from hetgym.presets.fitgpp
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -8,6 +8,8 @@ setup (sec. 4.1-4.2): 84 nodes x (32 CPUs, 256 GB, 8 GPUs) and jobs from
 (``max_preemptions=1``, which binds every scheduler run on the scenario) and no
 restart delay (the paper models none). Override any option as usual, e.g.
 ``get("fitgpp-lab", max_preemptions=None)`` for unlimited preemptions.
+
+The FitGpp schedulers that run on it are in ``baselines.fitgpp``.
 """
 
 from __future__ import annotations

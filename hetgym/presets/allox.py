@@ -1,5 +1,7 @@
 """Scenarios of the AlloX paper; importing this module registers ``allox-hybrid``.
 
+The AlloX schedulers that run on them are in ``baselines.allox`` and ``baselines.drf``.
+
 * ``allox-hybrid`` (sec. 5.1, "Simulator"): 20 GPUs (K80, one per node, 4 host
   cores), 20 CPUs of 20 cores each (one CPU = one slot: ``cpu_slot_cores=20``),
   1280 GB of memory in all (32 GB per node), 10 users. Arrival times come from the

@@ -1,0 +1,14 @@
+"""Scenario presets of the source papers (data, not schedulers).
+
+=================  ==========================================  ==========================
+name               what                                        module
+=================  ==========================================  ==========================
+``allox-hybrid``   AlloX's simulated hybrid cluster (sec. 5.1)  :mod:`hetgym.presets.allox`
+``fitgpp-lab``     FitGpp's 84-node lab workload (sec. 4)       :mod:`hetgym.presets.fitgpp`
+=================  ==========================================  ==========================
+
+Each module registers its scenarios with :func:`hetgym.scenarios.register` on import;
+``hetgym.scenarios`` imports them lazily, so ``hetgym.scenarios.names()`` lists them.
+Trace-based presets live in :mod:`hetgym.traces.presets`. The schedulers that the papers
+propose live in ``baselines``, which uses these presets; ``hetgym`` never imports it.
+"""
