@@ -4,7 +4,7 @@ Yabuuchi, Taniwaki, Omura, *Low-latency job scheduling with preemption for the
 development of deep learning* (PFN, 2019). Jobs are trial-and-error (TE) or
 best-effort (BE); BE jobs may be preempted for TE jobs. A preempted job keeps
 running for its grace period (GP), then is suspended with its progress kept and
-put back at the head of the queue (the simulator does that, DESIGN.md).
+put back at the head of the queue (the simulator does that, docs/semantics.md).
 
 Schedulers, each a configuration of typed parts (STYLE.md item 10):
 

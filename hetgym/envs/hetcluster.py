@@ -39,7 +39,7 @@ class HetClusterEnv(gym.Env):
     its workers), or waits until the next event (arrival, completion, end of a
     grace period). Several actions may be taken at one instant; when only
     "wait" is feasible the environment advances by itself. The simulator is
-    the one behind :func:`hetgym.simulate` (DESIGN.md, "Simulation semantics").
+    the one behind :func:`hetgym.simulate` (docs/semantics.md).
 
     ## Action Space
     ``Discrete(K*C + R + 1)``: action ``k*C + c`` starts the k-th job of the

@@ -6,7 +6,7 @@ a restart delay needs no event since it only shifts the projected finish).
 Events at the same instant are handled in the order completions, grace ends,
 arrivals, round boundary, then the scheduler gets one decision point.
 
-See DESIGN.md "Simulation semantics" for the meaning of each mechanism.
+See docs/semantics.md for the meaning of each mechanism.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ QUEUED, RUNNING, GRACE, DONE = (int(JobStatus.QUEUED), int(JobStatus.RUNNING),
 
 
 class InvariantError(AssertionError):
-    """A simulation invariant (DESIGN.md) was violated: a bug, never user error."""
+    """A simulation invariant (docs/semantics.md) was violated: a bug, never user error."""
 
 
 class Simulator:

@@ -89,8 +89,6 @@ def test_invalid_action_wait_really_waits():
         (info["time"], info["running"], info["queued"], info["done"], r)
 
 
-@pytest.mark.xfail(strict=True, reason="core fix pending: an infeasible action while 'wait' is "
-                   "masked ends the episode truncated (remove this marker with that fix)")
 def test_invalid_action_when_wait_is_masked_does_not_end_the_episode():
     """At reset nothing runs and every job has arrived: 'wait' is masked. An infeasible
     action then must not end the episode early, and the episode can still complete."""
@@ -98,7 +96,7 @@ def test_invalid_action_when_wait_is_masked_does_not_end_the_episode():
     assert not info["action_mask"][WAIT]
     _, _, term, trunc, info = env.step(3 * 2 + CPU)
     assert not term and not trunc
-    _, _, term, trunc = _first_feasible_episode(env)
+    _, term, trunc = _first_feasible_episode(env)
     assert term and not trunc
 
 
