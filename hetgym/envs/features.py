@@ -100,7 +100,7 @@ def _sq(x, s):
     return x / (x + s)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def observe_nb(P, S, EP, ES):
     """Fill ``ES.obs`` with the observation (see the module table) from the state and the
     windows ``ES.win[:ES.nwin[0]]`` / ``ES.rwin[:ES.nwin[1]]``."""

@@ -61,7 +61,7 @@ class EnvState(NamedTuple):
     scratch: np.ndarray  # float64[C]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def update_mask_nb(P, S, EP, ES):
     """Fill the job window, running window and action mask; True if any start/preempt is feasible."""
     jobs, js, run = P.jobs, S.job, S.run

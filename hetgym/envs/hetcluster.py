@@ -19,7 +19,7 @@ from hetgym.envs.fused import (
     update_mask_nb,
 )
 from hetgym.episodes import EpisodeWindows
-from hetgym.sim.dispatch import entry
+from hetgym.sim.dispatch import Binder
 from hetgym.sim.events import STEP_LOG_FULL
 from hetgym.envs.reward import RewardTracker
 from hetgym.metrics import summarize
@@ -176,11 +176,11 @@ class HetClusterEnv(gym.Env):
         """Entry points of the env kernels for the current state's types (see
         :mod:`hetgym.sim.dispatch`)."""
         sim = self.sim
-        args = (sim.params, sim.state, self._ep, self._es)
-        self._decide = entry(decide_point_nb, True, *args)
-        self._start_decide = entry(start_and_decide_nb, 0, 0, *args)
-        self._update_mask = entry(update_mask_nb, *args)
-        self._observe = entry(observe_nb, *args)
+        b = Binder(sim.params, sim.state, self._ep, self._es)
+        self._decide = b.entry(decide_point_nb, True)
+        self._start_decide = b.entry(start_and_decide_nb, 0, 0)
+        self._update_mask = b.entry(update_mask_nb)
+        self._observe = b.entry(observe_nb)
         self._bound_state = sim.state
 
     def refresh(self) -> tuple[bool, np.ndarray]:

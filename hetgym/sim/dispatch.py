@@ -12,14 +12,54 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
 from numba import typeof
 
-__all__ = ["entry"]
+__all__ = ["entry", "Binder"]
+
+_ENTRIES: dict[tuple, Callable[..., Any]] = {}
+
+
+def _shape_key(a: Any) -> Any:
+    """What decides the Numba type of ``a`` (cheaper than ``typeof`` on a big NamedTuple)."""
+    t = type(a)
+    if t is np.ndarray:
+        return (a.dtype.num, a.ndim, a.flags.num)  # flags: contiguity, writeable, aligned, ...
+    if isinstance(a, tuple):
+        return (t, tuple([_shape_key(x) for x in a]))
+    return t
 
 
 def entry(dispatcher: Any, *args: Any) -> Callable[..., Any]:
     """Compiled entry point of ``dispatcher`` for the Numba types of ``args`` (loads the cache,
-    compiles if needed; runs nothing)."""
-    sig = tuple(typeof(a) for a in args)
-    dispatcher.compile(sig)
-    return dispatcher.overloads[sig].entry_point
+    compiles if needed; runs nothing). Memoised on the arguments' dtypes, ranks and layouts."""
+    key = (dispatcher, _shape_key(args))
+    hit = _ENTRIES.get(key)
+    if hit is None:
+        sig = tuple(typeof(a) for a in args)
+        dispatcher.compile(sig)
+        hit = _ENTRIES[key] = dispatcher.overloads[sig].entry_point
+    return hit
+
+
+class Binder:
+    """Entry points for kernels whose trailing arguments are the same state objects.
+
+    The shape key of ``state`` (e.g. ``(params, state)``) is computed once, so that
+    binding several kernels to a new simulator costs one fingerprint, not one each.
+    """
+
+    def __init__(self, *state: Any) -> None:
+        self.state = state
+        self.key = _shape_key(state)
+
+    def entry(self, dispatcher: Any, *lead: Any) -> Callable[..., Any]:
+        """Entry point of ``dispatcher`` for ``(*lead, *state)``."""
+        key = (dispatcher, _shape_key(lead), self.key)
+        hit = _ENTRIES.get(key)
+        if hit is None:
+            args = lead + self.state
+            sig = tuple(typeof(a) for a in args)
+            dispatcher.compile(sig)
+            hit = _ENTRIES[key] = dispatcher.overloads[sig].entry_point
+        return hit

@@ -19,7 +19,7 @@ from hetgym.decisions import Decision, Placement, Preempt, SchedulingError, Star
 from hetgym.sim import events as E
 from hetgym.sim import kernels as K
 from hetgym.sim.codes import JobStatus
-from hetgym.sim.dispatch import entry
+from hetgym.sim.dispatch import Binder
 from hetgym.sim.state import (
     ACC_ENERGY,
     ACC_NOW,
@@ -96,11 +96,12 @@ class Simulator:
 
     def _bind(self) -> None:
         """Resolve the kernels' entry points for this state's types (again after it is replaced)."""
-        P, S = self.params, self.state
-        self._step = entry(E.step_nb, P, S)
-        self._start = entry(E.start_nb, 0, 1, S.run.out_node, S.run.out_gpu, P, S)
-        self._place_start = entry(E.place_start_nb, 0, 0, P, S)
-        self._release = entry(E.release_nb, 0, True, True, P, S)
+        b = Binder(self.params, self.state)
+        run = self.state.run
+        self._step = b.entry(E.step_nb)
+        self._start = b.entry(E.start_nb, 0, 1, run.out_node, run.out_gpu)
+        self._place_start = b.entry(E.place_start_nb, 0, 0)
+        self._release = b.entry(E.release_nb, 0, True, True)
 
     # ------------------------------------------------------------- counters
     @property

@@ -47,7 +47,7 @@ STEP_MOVED, STEP_NONE, STEP_WORK_LEFT, STEP_TIME_BACK, STEP_LOG_FULL = 1, 0, -1,
 START_OK, START_NOT_QUEUED, START_TPUT_ZERO, START_NO_ROOM = 0, 7, 8, 9
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def power_busy_nb(w, wnodes, wgpus, sign, cpus_row, nodes, run):
     """Add (sign=+1) or remove (-1) a placement's active power and busy units."""
     for i in range(w):
@@ -61,7 +61,7 @@ def power_busy_nb(w, wnodes, wgpus, sign, cpus_row, nodes, run):
             run.busy[d] += sign * cpus_row[d]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _running_remove_nb(run, job):
     """Remove ``job`` from the running list, keeping start order (bounded by the cluster size)."""
     n = run.ctr[CTR_RUN]
@@ -74,7 +74,7 @@ def _running_remove_nb(run, job):
             return
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def release_nb(job, to_queue, lose_progress, P, S):
     """Give back a running job's resources; to the queue head (suspend) or nowhere (done).
 
@@ -111,7 +111,7 @@ def release_nb(job, to_queue, lose_progress, P, S):
         queue_push_front_nb(run, js.qpos, job)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def next_event_nb(P, S):
     """Time of the next event (``inf`` if none): the next arrival, the earliest
     projected finish or grace end of a running job, and the next round boundary
@@ -119,21 +119,22 @@ def next_event_nb(P, S):
     run, js = S.run, S.job
     ctr = run.ctr
     arrival = P.jobs.arrival
+    running, finish, grace_end, status = run.running, js.finish, js.grace_end, js.status
     t = np.inf
     if ctr[CTR_ARR] < arrival.shape[0]:
         t = arrival[ctr[CTR_ARR]]
     for i in range(ctr[CTR_RUN]):
-        j = run.running[i]
-        if js.finish[j] < t:
-            t = js.finish[j]
-        if js.status[j] == GRACE and js.grace_end[j] < t:
-            t = js.grace_end[j]
+        j = running[i]
+        if finish[j] < t:
+            t = finish[j]
+        if status[j] == GRACE and grace_end[j] < t:
+            t = grace_end[j]
     if P.opts.round_len > 0.0 and (ctr[CTR_RUN] > 0 or ctr[CTR_Q] > 0) and run.acc[ACC_ROUND] < t:
         t = run.acc[ACC_ROUND]
     return t
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def step_nb(P, S):
     """Jump to the next event time and process every event there.
 
@@ -164,13 +165,16 @@ def step_nb(P, S):
     if t < now:
         return STEP_TIME_BACK, 0, 0
     dt = t - now
+    running = run.running
     if dt > 0.0:
+        remaining, rate, resume_at = js.remaining, js.rate, js.resume_at
+        service, user, workers = run.service, jobs.user, jobs.workers
         for i in range(n_run):
-            j = run.running[i]
-            s = now if now > js.resume_at[j] else js.resume_at[j]
+            j = running[i]
+            s = now if now > resume_at[j] else resume_at[j]
             if t > s:
-                js.remaining[j] -= js.rate[j] * (t - s)
-            run.service[jobs.user[j]] += jobs.workers[j] * dt
+                remaining[j] -= rate[j] * (t - s)
+            service[user[j]] += workers[j] * dt
         acc[ACC_ENERGY] += (P.opts.idle_power + acc[ACC_POWER]) * dt
         for c in range(run.busy.shape[0]):
             run.busy_time[c] += run.busy[c] * dt
@@ -179,13 +183,15 @@ def step_nb(P, S):
         return STEP_NONE, 0, 0
     nd = 0
     ng = 0
+    finish, status, grace_end = js.finish, js.status, js.grace_end
+    out_done, out_grace = run.out_done, run.out_grace
     for i in range(n_run):
-        j = run.running[i]
-        if js.finish[j] <= t:
-            run.out_done[nd] = j
+        j = running[i]
+        if finish[j] <= t:
+            out_done[nd] = j
             nd += 1
-        elif js.status[j] == GRACE and js.grace_end[j] <= t:
-            run.out_grace[ng] = j
+        elif status[j] == GRACE and grace_end[j] <= t:
+            out_grace[ng] = j
             ng += 1
     for k in range(nd):
         j = run.out_done[k]
@@ -211,7 +217,7 @@ def step_nb(P, S):
     return STEP_MOVED, nd, ng
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def start_nb(job, w, wnodes, wgpus, P, S):
     """Validate a placement and start a queued job on it.
 
@@ -257,7 +263,7 @@ def start_nb(job, w, wnodes, wgpus, P, S):
     return START_OK
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def place_start_nb(job, dev, P, S):
     """Place a queued job on device ``dev`` with the run's placement policy and start it.
 
@@ -272,7 +278,7 @@ def place_start_nb(job, dev, P, S):
     return start_nb(job, w, run.out_node, run.out_gpu, P, S)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def no_room_nb(unit, ns):
     """True when no device type has room for even one worker of any job."""
     for c in range(unit.shape[0]):

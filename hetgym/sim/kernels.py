@@ -1,6 +1,7 @@
 """Numba kernels of the simulator: small, pure, array in / array out.
 
-No kernel draws random numbers, reads a clock, does I/O or touches globals
+Small helpers are ``inline="always"``: they take NamedTuples, and a call
+that is not inlined would copy them whole. No kernel draws random numbers, reads a clock, does I/O or touches globals
 other than the named constants (STYLE.md item 9). Kernels take the typed
 NamedTuples of :mod:`hetgym.sim.state` (``nodes`` = :class:`NodeArrays`,
 ``jobs`` = :class:`JobArrays`, ``ns`` = :class:`NodeState` or a scratch copy of
@@ -20,19 +21,20 @@ EPS = 1e-9
 SCR_SLOTS, SCR_TAKE, SCR_ORDER = 0, 1, 2
 
 
-@njit(cache=True)
-def slots_on_node_nb(n, is_cpu, cpus, mem, ns):
-    """How many workers (each: 1 GPU unless ``is_cpu``, ``cpus`` cores, ``mem`` GB) fit on node n."""
+@njit(cache=True, inline="always")
+def node_slots_nb(n, is_cpu, cpus, mem, free_gpus, free_cpus, free_mem):
+    """How many workers (each: 1 GPU unless ``is_cpu``, ``cpus`` cores, ``mem`` GB) fit on
+    node n, from the free arrays (plain arrays: the innermost loop of placement and masks)."""
     big = 1 << 30
     s = big
     if not is_cpu:
-        s = ns.free_gpus[n]
+        s = free_gpus[n]
     if cpus > 0:
-        k = int(np.floor(ns.free_cpus[n] / cpus + EPS))
+        k = int(np.floor(free_cpus[n] / cpus + EPS))
         if k < s:
             s = k
     if mem > 0:
-        k = int(np.floor(ns.free_mem[n] / mem + EPS))
+        k = int(np.floor(free_mem[n] / mem + EPS))
         if k < s:
             s = k
     if s == big:  # a job needing nothing: cap at 1 << 20 workers per node
@@ -40,7 +42,13 @@ def slots_on_node_nb(n, is_cpu, cpus, mem, ns):
     return s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def slots_on_node_nb(n, is_cpu, cpus, mem, ns):
+    """:func:`node_slots_nb` on a :class:`NodeState`."""
+    return node_slots_nb(n, is_cpu, cpus, mem, ns.free_gpus, ns.free_cpus, ns.free_mem)
+
+
+@njit(cache=True, inline="always")
 def may_fit_nb(dev, w, cpus, nodes, ns):
     """Cheap necessary condition (O(1), from ``ns.free_dev``) for ``w`` workers on type ``dev``."""
     if nodes.dev_is_cpu[dev]:
@@ -58,12 +66,29 @@ def total_slots_nb(dev, cpus, mem, nodes, ns):
     return tot
 
 
+@njit(cache=True, inline="always")
+def fits_arrays_nb(dev, w, cpus, mem, is_cpu, dev_start, by_dev, free_gpus, free_cpus, free_mem,
+                   free_dev):
+    """Whether ``w`` workers fit on the free nodes of type ``dev`` (quick reject by the
+    per-type summary, then node by node, stopping once they fit)."""
+    if is_cpu:
+        if cpus > 0.0 and free_dev[dev] + EPS < w * cpus:
+            return False
+    elif free_dev[dev] < w:
+        return False
+    tot = 0
+    for i in range(dev_start[dev], dev_start[dev + 1]):
+        tot += node_slots_nb(by_dev[i], is_cpu, cpus, mem, free_gpus, free_cpus, free_mem)
+        if tot >= w:
+            return True
+    return False
+
+
 @njit(cache=True)
 def fits_nb(dev, w, cpus, mem, nodes, ns):
-    """Whether ``w`` workers fit on the free nodes of type ``dev`` (quick reject first)."""
-    if not may_fit_nb(dev, w, cpus, nodes, ns):
-        return False
-    return total_slots_nb(dev, cpus, mem, nodes, ns) >= w
+    """Whether ``w`` workers fit on the free nodes of type ``dev`` (see :func:`fits_arrays_nb`)."""
+    return fits_arrays_nb(dev, w, cpus, mem, nodes.dev_is_cpu[dev], nodes.dev_start, nodes.by_dev,
+                          ns.free_gpus, ns.free_cpus, ns.free_mem, ns.free_dev)
 
 
 @njit(cache=True)
@@ -113,7 +138,7 @@ def _pick_gpus_nb(n, k, topo, gpu_owner, node_gpus, node_dist, out_gpu, start):
         out_gpu[start + m] = srt[m]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def place_nb(dev, w, cpus, mem, policy, nodes, ns, scr_i, out_node, out_gpu):
     """Find a placement of ``w`` workers on nodes of device ``dev``.
 
@@ -195,7 +220,7 @@ def place_nb(dev, w, cpus, mem, policy, nodes, ns, scr_i, out_node, out_gpu):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def check_placement_nb(w, wnodes, wgpus, cpus_row, mem, nodes, ns, scr_f):
     """Validate an explicit placement; returns 0 if valid, else an error code.
 
@@ -237,7 +262,7 @@ def check_placement_nb(w, wnodes, wgpus, cpus_row, mem, nodes, ns, scr_f):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def alloc_nb(job, w, wnodes, wgpus, sign, cpus_row, mem, nodes, ns):
     """Take (``sign=+1``) or give back (``sign=-1``) the resources of a placement,
     keeping the per-type summary ``ns.free_dev`` in step."""
@@ -255,7 +280,7 @@ def alloc_nb(job, w, wnodes, wgpus, sign, cpus_row, mem, nodes, ns):
             ns.free_dev[d] -= sign * cpus_row[d]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def rate_nb(w, wnodes, wgpus, tput_row, comm, nodes, opts):
     """Rate (iterations/s) of a job on a placement.
 
@@ -290,7 +315,7 @@ def rate_nb(w, wnodes, wgpus, tput_row, comm, nodes, opts):
     return rate
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def duration_nb(amount, w, t, e):
     """Run time of ``amount`` iterations for ``w`` workers at per-worker throughput ``t``
     with scaling exponent ``e`` (``inf`` if ``t <= 0``)."""
@@ -299,7 +324,7 @@ def duration_nb(amount, w, t, e):
     return amount / (w * t * w ** (e - 1.0))
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def best_duration_nb(amount, j, jobs, e):
     """Run time of ``amount`` iterations of job ``j`` on its fastest device type that can
     hold its gang (the scalar form of :func:`hetgym.sim.state.best_durations`)."""
@@ -331,7 +356,7 @@ def _queue_recentre_nb(run, qpos):
     run.ctr[CTR_QTAIL] = head + n
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def queue_push_nb(run, qpos, j):
     """Append job ``j`` at the tail of the queue."""
     if run.ctr[CTR_QTAIL] == run.queue.shape[0]:
@@ -343,7 +368,7 @@ def queue_push_nb(run, qpos, j):
     run.ctr[CTR_Q] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def queue_push_front_nb(run, qpos, j):
     """Insert job ``j`` at the head of the queue (a suspended job)."""
     if run.ctr[CTR_QHEAD] == 0:
@@ -355,7 +380,7 @@ def queue_push_front_nb(run, qpos, j):
     run.ctr[CTR_Q] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def queue_remove_nb(run, qpos, j):
     """Remove job ``j`` from the queue in O(1) (a tombstone; ends are trimmed)."""
     p = qpos[j]
@@ -395,16 +420,20 @@ def queue_compact_nb(run, qpos):
 
 
 # ------------------------------------------------------------------- mask
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def mask_nb(window, n_win, jobs, nodes, ns, out):
     """Feasibility of starting window job k on device c, written to ``out[k, c]``."""
     n_dev = out.shape[1]
+    tput, workers, cpus_need, mem = jobs.tput, jobs.workers, jobs.cpus_need, jobs.mem
+    is_cpu, dev_start, by_dev = nodes.dev_is_cpu, nodes.dev_start, nodes.by_dev
+    free_gpus, free_cpus, free_mem, free_dev = ns.free_gpus, ns.free_cpus, ns.free_mem, ns.free_dev
     for k in range(out.shape[0]):
         for c in range(n_dev):
             out[k, c] = False
     for k in range(n_win):
         j = window[k]
         for c in range(n_dev):
-            if jobs.tput[j, c] <= 0.0:
+            if tput[j, c] <= 0.0:
                 continue
-            out[k, c] = fits_nb(c, jobs.workers[j], jobs.cpus_need[j, c], jobs.mem[j], nodes, ns)
+            out[k, c] = fits_arrays_nb(c, workers[j], cpus_need[j, c], mem[j], is_cpu[c],
+                                       dev_start, by_dev, free_gpus, free_cpus, free_mem, free_dev)
