@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from hetgym.sim.view import CapacityModel, View
 
@@ -212,6 +211,8 @@ def match_first_jobs(p: np.ndarray, arrival: np.ndarray, pool: MachinePool
     pc = p[:, pool.dev[cm]]
     with np.errstate(invalid="ignore"):
         q = pc * ck + (pool.omega[cm][None, :] - arrival[:, None])
+    from scipy.optimize import linear_sum_assignment  # imported on use: scipy.optimize takes 0.2 s
+
     rows, cols = linear_sum_assignment(q)
     cost = float(q[rows, cols].sum())
     mach, k = cm[cols], ck[cols]

@@ -1,21 +1,33 @@
 """hetgym: scheduling deep-learning jobs on hybrid clusters as Gymnasium environments.
 
-``import hetgym`` registers the environments (``HetCluster-v0``).
+``import hetgym`` registers the environments (``HetCluster-v0``). The heavier parts
+(the simulator with Numba, workloads and metrics with pandas, scenarios) load on
+first use of their names, so that a process that only needs some of them starts fast.
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import Any
 
 from gymnasium.envs.registration import register as _register
 
 from hetgym.decisions import Placement, Preempt, Scheduler, SchedulingError, Start, Wait
 from hetgym.devices import CATALOGUE, DeviceType, device_names
-from hetgym.metrics import Result
-from hetgym.runner import StalledRunWarning, simulate
 from hetgym.specs import ClusterSpec, NodeSpec, Objective, PowerModel, Scenario, SimOptions
-from hetgym.workload import Workload, WorkloadError
-from hetgym import scenarios
 
 __version__ = "0.1.0"
+
+#: Public names loaded on first use: name -> module that defines it.
+_LAZY = {
+    "Result": "hetgym.metrics",
+    "simulate": "hetgym.runner",
+    "StalledRunWarning": "hetgym.runner",
+    "Workload": "hetgym.workload",
+    "WorkloadError": "hetgym.workload",
+}
+_SUBMODULES = {"scenarios", "traces", "envs", "sim", "metrics", "runner", "workload", "episodes",
+               "schedulers", "compare", "presets", "generators", "throughput"}
 
 __all__ = [
     "ClusterSpec", "NodeSpec", "PowerModel", "SimOptions", "Objective", "Scenario",
@@ -23,5 +35,22 @@ __all__ = [
     "Placement", "Scheduler", "SchedulingError", "DeviceType", "CATALOGUE", "device_names",
     "scenarios", "__version__",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Load a lazy public name or submodule on first use (PEP 562)."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"hetgym.{name}")
+    else:
+        raise AttributeError(f"module 'hetgym' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
+
 
 _register(id="HetCluster-v0", entry_point="hetgym.envs.hetcluster:HetClusterEnv")

@@ -101,7 +101,7 @@ class Simulator:
         self._step = b.entry(E.step_nb)
         self._start = b.entry(E.start_nb, 0, 1, run.out_node, run.out_gpu)
         self._place_start = b.entry(E.place_start_nb, 0, 0)
-        self._release = b.entry(E.release_nb, 0, True, True)
+        self._release = b.entry(E.release_nb, 0, 1, 1)
 
     # ------------------------------------------------------------- counters
     @property
@@ -301,7 +301,7 @@ class Simulator:
         else:
             if self.ctr[CTR_SEG] + 1 > self.state.run.seg_i.shape[0]:
                 self.grow_segments()
-            self._release(job, True, True, self.params, self.state)
+            self._release(job, 1, 1, self.params, self.state)
 
     def grow_segments(self) -> None:
         """Double the segment log (called when a kernel reports it full)."""

@@ -74,9 +74,10 @@ def _running_remove_nb(run, job):
             return
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def release_nb(job, to_queue, lose_progress, P, S):
-    """Give back a running job's resources; to the queue head (suspend) or nowhere (done).
+    """Give back a running job's resources; to the queue head (suspend, ``to_queue=1``) or
+    nowhere (done, 0). Flags are ints, not bools, so that one compiled version serves all.
 
     With ``lose_progress`` and a checkpoint interval, the progress made since
     the last checkpoint of this run (``fmod(now - resume_at, ckpt) * rate``) is lost.
@@ -111,7 +112,7 @@ def release_nb(job, to_queue, lose_progress, P, S):
         queue_push_front_nb(run, js.qpos, job)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def next_event_nb(P, S):
     """Time of the next event (``inf`` if none): the next arrival, the earliest
     projected finish or grace end of a running job, and the next round boundary
@@ -134,7 +135,7 @@ def next_event_nb(P, S):
     return t
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def step_nb(P, S):
     """Jump to the next event time and process every event there.
 
@@ -199,12 +200,12 @@ def step_nb(P, S):
             ctr[CTR_ERR] = j
             return STEP_WORK_LEFT, nd, ng
         js.remaining[j] = 0.0
-        release_nb(j, False, False, P, S)
+        release_nb(j, 0, 0, P, S)
         js.status[j] = DONE
         js.end[j] = t
         ctr[CTR_DONE] += 1
     for k in range(ng):
-        release_nb(run.out_grace[k], True, False, P, S)
+        release_nb(run.out_grace[k], 1, 0, P, S)
     while ctr[CTR_ARR] < n_jobs and jobs.arrival[ctr[CTR_ARR]] <= t:
         j = ctr[CTR_ARR]
         js.status[j] = QUEUED
@@ -217,7 +218,7 @@ def step_nb(P, S):
     return STEP_MOVED, nd, ng
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def start_nb(job, w, wnodes, wgpus, P, S):
     """Validate a placement and start a queued job on it.
 
@@ -263,7 +264,7 @@ def start_nb(job, w, wnodes, wgpus, P, S):
     return START_OK
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def place_start_nb(job, dev, P, S):
     """Place a queued job on device ``dev`` with the run's placement policy and start it.
 

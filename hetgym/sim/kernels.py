@@ -138,7 +138,7 @@ def _pick_gpus_nb(n, k, topo, gpu_owner, node_gpus, node_dist, out_gpu, start):
         out_gpu[start + m] = srt[m]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def place_nb(dev, w, cpus, mem, policy, nodes, ns, scr_i, out_node, out_gpu):
     """Find a placement of ``w`` workers on nodes of device ``dev``.
 
@@ -220,7 +220,7 @@ def place_nb(dev, w, cpus, mem, policy, nodes, ns, scr_i, out_node, out_gpu):
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def check_placement_nb(w, wnodes, wgpus, cpus_row, mem, nodes, ns, scr_f):
     """Validate an explicit placement; returns 0 if valid, else an error code.
 
@@ -280,7 +280,7 @@ def alloc_nb(job, w, wnodes, wgpus, sign, cpus_row, mem, nodes, ns):
             ns.free_dev[d] -= sign * cpus_row[d]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def rate_nb(w, wnodes, wgpus, tput_row, comm, nodes, opts):
     """Rate (iterations/s) of a job on a placement.
 

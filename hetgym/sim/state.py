@@ -286,7 +286,7 @@ def _build_jobs_uncached(scenario: Scenario) -> JobArrays:
         grace = np.full(len(fr), float(scenario.options.grace_period))
     workers = fr["workers"].to_numpy(dtype=np.int64)
     mem = fr["mem_gb"].to_numpy(dtype=np.float64)
-    return JobArrays(
+    jobs = JobArrays(
         job_id=fr["job_id"].to_numpy(dtype=np.int64),
         arrival=fr["arrival"].to_numpy(dtype=np.float64),
         user=wl.user_ids(),
@@ -303,6 +303,9 @@ def _build_jobs_uncached(scenario: Scenario) -> JobArrays:
         forkable=fr["forkable"].to_numpy(dtype=np.bool_),
         holdable=gang_fits(workers, cpus_need, mem, build_nodes(scenario)),
     )
+    # owned, writable, C-contiguous copies: one Numba type for whole workloads and windows
+    # (pandas hands out read-only views, which Numba types apart and compiles again)
+    return JobArrays(*(np.array(a, copy=True, order="C") for a in jobs))
 
 
 def best_durations(jobs: JobArrays, amount: np.ndarray | None = None,
