@@ -193,27 +193,19 @@ class Workload:
         1 GPU, ``cpus`` cores and ``mem_gb`` on a GPU node; a CPU slot and
         ``mem_gb`` on a CPU node).
         """
+        from hetgym.sim.state import cluster_nodes, gang_fits
+
         devices = cluster.device_types
         tput = self.tput_matrix(devices)
         fr = self.frame
-        cpus = fr["cpus"].to_numpy()
-        mem = fr["mem_gb"].to_numpy()
-        workers = fr["workers"].to_numpy()
-        fits_any = np.zeros(len(fr), dtype=bool)
-        for k, d in enumerate(devices):
-            slots = np.zeros(len(fr), dtype=np.int64)
-            for n in cluster.nodes:
-                if n.device != d:
-                    continue
-                if d == "cpu":
-                    need_c = cpus if options.cpu_slot_cores is None else np.full(len(fr), float(options.cpu_slot_cores))
-                    per = np.where(need_c > 0, np.floor(n.cpus / np.maximum(need_c, 1e-12) + 1e-9), 10**9)
-                else:
-                    per = np.full(len(fr), float(n.gpus))
-                    per = np.minimum(per, np.where(cpus > 0, np.floor(n.cpus / np.maximum(cpus, 1e-12) + 1e-9), 10**9))
-                per = np.minimum(per, np.where(mem > 0, np.floor(n.mem_gb / np.maximum(mem, 1e-12) + 1e-9), 10**9))
-                slots += per.astype(np.int64) * n.count
-            fits_any |= (tput[:, k] > 0) & (slots >= workers)
+        cpus = fr["cpus"].to_numpy(dtype=np.float64)
+        cpus_need = np.repeat(cpus[:, None], len(devices), axis=1)
+        if options.cpu_slot_cores is not None and "cpu" in devices:
+            cpus_need[:, devices.index("cpu")] = float(options.cpu_slot_cores)
+        nodes = cluster_nodes(cluster)
+        holdable = gang_fits(fr["workers"].to_numpy(dtype=np.int64), cpus_need,
+                             fr["mem_gb"].to_numpy(dtype=np.float64), nodes)
+        fits_any = ((tput > 0) & holdable).any(axis=1)
         if not fits_any.all():
             i = int(np.flatnonzero(~fits_any)[0])
             row = fr.iloc[i]

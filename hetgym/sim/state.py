@@ -25,12 +25,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hetgym.specs import Scenario
+from hetgym.specs import ClusterSpec, Scenario
 from hetgym.sim.codes import PlacementPolicy
 
 __all__ = ["NodeArrays", "JobArrays", "Options", "Params", "JobState", "NodeState", "RunState",
            "State", "build_nodes", "build_jobs", "build_params", "new_state", "cut_window",
-           "best_durations", "gang_fits", "node_names",
+           "best_durations", "gang_fits", "node_names", "cluster_nodes",
            "CTR_ARR", "CTR_QHEAD", "CTR_QTAIL", "CTR_Q", "CTR_RUN", "CTR_DONE", "CTR_EV",
            "CTR_ERR", "CTR_SEG", "ACC_NOW", "ACC_ENERGY", "ACC_POWER", "ACC_ROUND"]
 
@@ -184,8 +184,13 @@ def build_nodes(scenario: Scenario) -> NodeArrays:
 
 
 def _build_nodes(scenario: Scenario) -> NodeArrays:
-    devices = scenario.device_types
-    spec_nodes = [s for s in scenario.cluster.nodes for _ in range(s.count)]
+    return cluster_nodes(scenario.cluster)
+
+
+def cluster_nodes(cluster: ClusterSpec) -> NodeArrays:
+    """Per-node arrays of a cluster (node groups expanded, in group order)."""
+    devices = cluster.device_types
+    spec_nodes = [s for s in cluster.nodes for _ in range(s.count)]
     n = len(spec_nodes)
     gmax = max(1, max(s.gpus for s in spec_nodes))
     dist = np.zeros((n, gmax, gmax))
