@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from hetgym.sim.codes import DONE, GRACE, RUNNING
 from hetgym.sim.state import best_durations
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,12 +48,12 @@ def job_table(sim: "Simulator") -> pd.DataFrame:
     fr = sim.scenario.workload.frame
     if sim.rows is not None:
         fr = fr.iloc[sim.rows]
-    done = js.status == 4
+    done = js.status == DONE
     end = np.where(done, js.end, np.nan)
     jct = end - jb.arrival
     execution = js.exec_time.copy()
     # jobs still holding resources at truncation: count their current run
-    holding = (js.status == 2) | (js.status == 3)
+    holding = (js.status == RUNNING) | (js.status == GRACE)
     execution[holding] += sim.now - js.run_start[holding]
     with np.errstate(invalid="ignore", divide="ignore"):
         wait = jct - execution
@@ -112,7 +113,7 @@ def summarize(sim: "Simulator", jobs: pd.DataFrame | None = None,
     episode of an environment); ``jobs`` is accepted for symmetry and unused.
     """
     jb, js = sim.jobs, sim.js
-    done = js.status == 4
+    done = js.status == DONE
     jct = (js.end - jb.arrival)[done]
     exe = js.exec_time[done]
     with np.errstate(invalid="ignore", divide="ignore"):
