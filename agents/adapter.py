@@ -74,7 +74,7 @@ class AgentScheduler:
 
     def reset(self, view: "View") -> None:
         """Build an env on the simulated scenario and bind it to the simulator."""
-        sim = view._sim  # noqa: SLF001  (the adapter drives the env's internals, module docstring)
+        sim = view.simulator
         env = self.env_config.make(sim.scenario, n_jobs=None)
         bind(env, sim)
         self.env = env
@@ -83,13 +83,13 @@ class AgentScheduler:
     def decide(self, view: "View") -> list[Decision]:
         """Act until the policy waits (decisions are applied directly; returns [])."""
         env = self.env
-        if env is None or env.sim is not view._sim:  # noqa: SLF001
+        if env is None or env.sim is not view.simulator:
             self.reset(view)
             env = self.env
         assert env is not None and env.sim is not None
         sim = env.sim
         limit = self.max_actions or 4 * (sim.n_queue + sim.n_running) + 16
-        nsa, wait = env.n_start_actions, env.wait_action
+        wait = env.wait_action
         for _ in range(limit):
             feasible, obs = refresh(env)
             if sim.finished or not feasible:
@@ -100,16 +100,16 @@ class AgentScheduler:
             self.actions.append(a)
             if not 0 <= a < env.action_space.n:
                 raise ValueError(f"policy returned action {a}, outside 0..{env.action_space.n - 1}")
-            if not env._mask[a] and env.invalid_action == "raise":  # noqa: SLF001
-                raise SchedulingError(env._why_invalid(a))  # noqa: SLF001
+            if not env.action_masks()[a] and env.invalid_action == "raise":
+                raise SchedulingError(env.why_invalid(a))
             a = resolve_action(a, mask, wait)
-            if a == wait:
+            kind, job, dev = env.decode(a)
+            if kind == "wait":
                 break
-            if a < nsa:
-                k, c = divmod(a, env.n_dev)
-                sim.start(int(env._win[k]), c)  # noqa: SLF001
+            if kind == "start":
+                sim.start(job, dev)
             else:
-                sim.preempt(int(env._rwin[a - nsa]))  # noqa: SLF001
+                sim.preempt(job)
         return []
 
 

@@ -71,8 +71,8 @@ def teacher_action(env: "HetClusterEnv", teacher: Any, mask: np.ndarray) -> int:
     sim = env.sim
     assert sim is not None
     decisions = teacher.decide(sim.view) or []
-    slot = {int(j): k for k, j in enumerate(env._win[: env._n_win].tolist())}  # noqa: SLF001
-    rslot = {int(j): r for r, j in enumerate(env._rwin[: env._n_rwin].tolist())}  # noqa: SLF001
+    slot = {int(j): k for k, j in enumerate(env.window_jobs().tolist())}
+    rslot = {int(j): r for r, j in enumerate(env.running_window_jobs().tolist())}
     for d in decisions:
         if isinstance(d, Start):
             k = slot.get(int(d.job))

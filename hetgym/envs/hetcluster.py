@@ -214,7 +214,7 @@ class HetClusterEnv(gym.Env):
         self.steps += 1
         invalid = not self._mask[a]
         if invalid and self.invalid_action == "raise":
-            raise SchedulingError(self._why_invalid(a))
+            raise SchedulingError(self.why_invalid(a))
         if invalid and not self._mask[self.wait_action]:
             pass  # a no-op: nothing is started and no time passes
         elif invalid or a == self.wait_action:
@@ -248,6 +248,26 @@ class HetClusterEnv(gym.Env):
     def action_masks(self) -> np.ndarray:
         """Feasible actions (bool, length ``action_space.n``) for MaskablePPO."""
         return self._mask.copy()
+
+    def window_jobs(self) -> np.ndarray:
+        """Simulator job indices in the job window (slot k = actions ``k*C .. k*C + C-1``)."""
+        return self._win[: self._n_win].copy()
+
+    def running_window_jobs(self) -> np.ndarray:
+        """Simulator job indices in the preemption window (slot r = action ``K*C + r``)."""
+        return self._rwin[: self._n_rwin].copy()
+
+    def decode(self, action: int) -> tuple[str, int, int]:
+        """What ``action`` does now: ``("start", job, device)``, ``("preempt", job, -1)`` or
+        ``("wait", -1, -1)`` (a slot beyond the window gives job -1)."""
+        a = self._check_action(action)
+        if a < self.n_start_actions:
+            k, c = divmod(a, self.n_dev)
+            return "start", int(self._win[k]) if k < self._n_win else -1, c
+        if a < self.wait_action:
+            r = a - self.n_start_actions
+            return "preempt", int(self._rwin[r]) if r < self._n_rwin else -1, -1
+        return "wait", -1, -1
 
     # -------------------------------------------------------------- internals
     def _check_action(self, action: Any) -> int:
@@ -287,7 +307,8 @@ class HetClusterEnv(gym.Env):
         self._n_win = int(self._es.nwin[0])
         self._n_rwin = int(self._es.nwin[1])
 
-    def _why_invalid(self, a: int) -> str:
+    def why_invalid(self, a: int) -> str:
+        """Why action ``a`` is masked now (the message ``invalid_action='raise'`` gives)."""
         if a < self.n_start_actions:
             k, c = divmod(a, self.n_dev)
             if k >= self._n_win:

@@ -194,6 +194,12 @@ class View:
         return out
 
     @property
+    def simulator(self) -> "Simulator":
+        """The simulator behind this view (for adapters that drive an env on it, such as
+        ``agents.adapter``; schedulers act through decisions only)."""
+        return self._sim
+
+    @property
     def n_jobs(self) -> int:
         """Number of jobs in the workload."""
         return self._sim.n_jobs
