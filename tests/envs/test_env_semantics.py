@@ -208,4 +208,4 @@ def test_job_in_grace_is_not_offered_for_preemption():
     assert sim.now == 0.0 and sim.js.status[0] == 3
     m = u.action_masks()
     assert m[u.n_start_actions] and not m[u.n_start_actions + 1]
-    assert int(u._rwin[0]) == 1  # only job 1 is offered
+    assert u.running_window_jobs().tolist() == [1]  # only job 1 is offered
