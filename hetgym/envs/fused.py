@@ -28,7 +28,7 @@ from hetgym.sim.state import (
     CTR_RUN,
 )
 
-__all__ = ["EnvParams", "EnvState", "decide_point_nb", "update_mask_nb", "start_and_decide_nb",
+__all__ = ["EnvParams", "EnvState", "decide_point_nb", "update_mask_nb", "refresh_nb", "start_and_decide_nb",
            "REW_JCT", "REW_SLOWDOWN", "REW_MAKESPAN", "REW_TARDINESS", "REW_INV_BEST"]
 
 #: Entries of ``EnvState.rew``: the step's terms (signed and scaled, see
@@ -157,6 +157,15 @@ def decide_point_nb(force, P, S, EP, ES):
         if ctr[CTR_DONE] == n_jobs or feasible:
             observe_nb(P, S, EP, ES)
             return STEP_MOVED
+
+
+@njit(cache=True)
+def refresh_nb(P, S, EP, ES):
+    """Window, mask and observation of the current state, advancing nothing; True if a
+    start or preemption is feasible."""
+    feasible = update_mask_nb(P, S, EP, ES)
+    observe_nb(P, S, EP, ES)
+    return feasible
 
 
 @njit(cache=True)

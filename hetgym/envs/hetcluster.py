@@ -10,14 +10,8 @@ from gymnasium import spaces
 
 from hetgym import scenarios as _scenarios
 from hetgym.decisions import SchedulingError
-from hetgym.envs.features import layout, obs_size, observe_nb
-from hetgym.envs.fused import (
-    EnvParams,
-    EnvState,
-    decide_point_nb,
-    start_and_decide_nb,
-    update_mask_nb,
-)
+from hetgym.envs.features import layout, obs_size
+from hetgym.envs.fused import EnvParams, EnvState, decide_point_nb, refresh_nb, start_and_decide_nb
 from hetgym.episodes import EpisodeWindows
 from hetgym.sim.dispatch import Binder
 from hetgym.sim.events import STEP_LOG_FULL
@@ -179,8 +173,8 @@ class HetClusterEnv(gym.Env):
         b = Binder(sim.params, sim.state, self._ep, self._es)
         self._decide = b.entry(decide_point_nb, True)
         self._start_decide = b.entry(start_and_decide_nb, 0, 0)
-        self._update_mask = b.entry(update_mask_nb)
-        self._observe = b.entry(observe_nb)
+        self._refresh = None  # bound on first use (only adapters call refresh)
+        self._binder = b
         self._bound_state = sim.state
 
     def refresh(self) -> tuple[bool, np.ndarray]:
@@ -193,9 +187,9 @@ class HetClusterEnv(gym.Env):
             raise RuntimeError("call reset() or attach() before refresh()")
         if sim.state is not self._bound_state:
             self._bind()
-        args = (sim.params, sim.state, self._ep, self._es)
-        feasible = bool(self._update_mask(*args))
-        self._observe(*args)
+        if self._refresh is None:
+            self._refresh = self._binder.entry(refresh_nb)
+        feasible = bool(self._refresh(sim.params, sim.state, self._ep, self._es))
         self._n_win = int(self._es.nwin[0])
         self._n_rwin = int(self._es.nwin[1])
         return feasible, self._obs.copy()

@@ -11,7 +11,7 @@ See docs/semantics.md for the meaning of each mechanism.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -95,13 +95,20 @@ class Simulator:
         self.view = View(self)
 
     def _bind(self) -> None:
-        """Resolve the kernels' entry points for this state's types (again after it is replaced)."""
-        b = Binder(self.params, self.state)
-        run = self.state.run
-        self._step = b.entry(E.step_nb)
-        self._start = b.entry(E.start_nb, 0, 1, run.out_node, run.out_gpu)
-        self._place_start = b.entry(E.place_start_nb, 0, 0)
-        self._release = b.entry(E.release_nb, 0, 1, 1)
+        """Forget the kernels' entry points (again after the state is replaced); each is
+        resolved for this state's types on first use, so a run compiles only what it calls."""
+        self._binder = Binder(self.params, self.state)
+        self._entries: dict[str, Any] = {}
+
+    def _kernel(self, name: str) -> Any:
+        """Entry point of a fused kernel of :mod:`hetgym.sim.events` for this state."""
+        e = self._entries.get(name)
+        if e is None:
+            run = self.state.run
+            lead = {"step_nb": (), "start_nb": (0, 1, run.out_node, run.out_gpu),
+                    "place_start_nb": (0, 0), "release_nb": (0, 1, 1)}[name]
+            e = self._entries[name] = self._binder.entry(getattr(E, name), *lead)
+        return e
 
     # ------------------------------------------------------------- counters
     @property
@@ -192,10 +199,10 @@ class Simulator:
         Returns False (and does nothing) if there is no further event or the
         next one lies past the horizon (then time moves to the horizon).
         """
-        code, n_d, n_g = self._step(self.params, self.state)
+        code, n_d, n_g = self._kernel("step_nb")(self.params, self.state)
         if code == E.STEP_LOG_FULL:
             self.grow_segments()
-            code, n_d, n_g = self._step(self.params, self.state)
+            code, n_d, n_g = self._kernel("step_nb")(self.params, self.state)
         if code == E.STEP_WORK_LEFT:
             j = int(self.ctr[CTR_ERR])
             raise InvariantError(f"job {j} completes with {self.js.remaining[j]} of "
@@ -257,7 +264,7 @@ class Simulator:
             dev = self.device_index(device)
             if jb.tput[job, dev] <= 0:
                 raise SchedulingError(f"Start: job {job} cannot run on {self.devices[dev]} (tput 0)")
-            code = self._place_start(job, dev, self.params, self.state)
+            code = self._kernel("place_start_nb")(job, dev, self.params, self.state)
             if code == E.START_NO_ROOM:
                 raise SchedulingError(
                     f"Start: job {job} ({w} workers, {jb.cpus_need[job, dev]} cores, "
@@ -276,7 +283,7 @@ class Simulator:
                 raise SchedulingError(
                     f"Start: job {job} asks for {self.devices[dev]} but its placement is on "
                     f"{sorted(self.devices[d] for d in on)} (give device=None for a mixed allocation)")
-        code = self._start(job, w, np.ascontiguousarray(nodes, dtype=np.int64),
+        code = self._kernel("start_nb")(job, w, np.ascontiguousarray(nodes, dtype=np.int64),
                            np.ascontiguousarray(gpus, dtype=np.int64), self.params, self.state)
         if code:
             raise SchedulingError(f"Start: placement of job {job} is invalid: {self._REASONS[code]}")
@@ -301,7 +308,7 @@ class Simulator:
         else:
             if self.ctr[CTR_SEG] + 1 > self.state.run.seg_i.shape[0]:
                 self.grow_segments()
-            self._release(job, 1, 1, self.params, self.state)
+            self._kernel("release_nb")(job, 1, 1, self.params, self.state)
 
     def grow_segments(self) -> None:
         """Double the segment log (called when a kernel reports it full)."""
