@@ -275,16 +275,17 @@ class Simulator:
             return
         if len(placement) != w:
             raise SchedulingError(f"Start: job {job} has {w} workers, placement has {len(placement)}")
-        nodes, gpus = placement.nodes, placement.gpus
+        nodes = np.ascontiguousarray(placement.nodes, dtype=np.int64)
+        gpus = np.ascontiguousarray(placement.gpus, dtype=np.int64)
         if device is not None:
             dev = self.device_index(device)
-            on = set(nd.dev[np.clip(nodes, 0, len(nd.dev) - 1)].tolist())
-            if on != {dev}:
+            inside = w == 0 or (nodes.min() >= 0 and nodes.max() < len(nd.dev))
+            if inside and not (nd.dev[nodes] == dev).all():
+                on = set(nd.dev[nodes].tolist())
                 raise SchedulingError(
                     f"Start: job {job} asks for {self.devices[dev]} but its placement is on "
                     f"{sorted(self.devices[d] for d in on)} (give device=None for a mixed allocation)")
-        code = self._kernel("start_nb")(job, w, np.ascontiguousarray(nodes, dtype=np.int64),
-                           np.ascontiguousarray(gpus, dtype=np.int64), self.params, self.state)
+        code = self._kernel("start_nb")(job, w, nodes, gpus, self.params, self.state)
         if code:
             raise SchedulingError(f"Start: placement of job {job} is invalid: {self._REASONS[code]}")
 

@@ -16,6 +16,7 @@ from hetgym.decisions import Placement, Start
 from hetgym.sim import events as E
 from hetgym.sim import kernels as K
 from hetgym.sim.codes import GRACE
+from hetgym.sim.dispatch import entry
 from hetgym.sim.state import NodeState
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -120,6 +121,7 @@ class View:
     def __init__(self, sim: "Simulator") -> None:
         self._sim = sim
         self._pref: np.ndarray | None = None
+        self._admit = None
         jb, js, nd, ns = sim.jobs, sim.js, sim.nodes, sim.ns
         self.devices: list[str] = list(sim.devices)
         self.options = sim.options
@@ -183,8 +185,16 @@ class View:
             self._adm = (np.empty(m, np.int64), np.empty(m, np.int64), np.empty((m, w), np.int64),
                          np.empty((m, w), np.int64))
         a_job, a_dev, a_nodes, a_gpus = self._adm
-        k = E.admit_nb(order, pref, blocking, cap.policy, s.params, cap.ns, s.state.run.scr_i,
-                       a_job, a_dev, a_nodes, a_gpus)
+        args = (order, pref, bool(blocking), int(cap.policy), s.params, cap.ns, s.state.run.scr_i,
+                a_job, a_dev, a_nodes, a_gpus)
+        if pref is self._pref and type(cap) is CapacityModel:
+            # the common case: every argument has the types of the first call (order is an
+            # int64 C array, cap.ns copies of the node state), so its entry point is reused
+            if self._admit is None:
+                self._admit = entry(E.admit_nb, *args)
+            k = self._admit(*args)
+        else:
+            k = entry(E.admit_nb, *args)(*args)
         out = []
         workers = s.jobs.workers
         for i in range(k):
