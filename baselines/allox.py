@@ -202,14 +202,14 @@ def _list_schedule(view: View, jobs: np.ndarray, p: np.ndarray, pool: MachinePoo
     idle_left = int(pool.idle.sum())
     out: list[Decision] = []
     for k, job in enumerate(jobs.tolist()):
-        if idle_left == 0:
-            break
+        if idle_left == 0 or all(h[0] > now for h in heaps.values() if h):
+            break  # no machine is idle any more: later jobs could only reserve
         w = int(view.workers[job])
         best, best_d = np.inf, -1
         for d, h in heaps.items():
             if not np.isfinite(p[k, d]) or len(h) < w:
                 continue
-            ready = heapq.nsmallest(w, h)[-1]
+            ready = _kth_smallest(h, w)
             done = ready + p[k, d]
             if done < best:
                 best, best_d = done, d
@@ -229,6 +229,21 @@ def _list_schedule(view: View, jobs: np.ndarray, p: np.ndarray, pool: MachinePoo
         for _ in range(w):
             heapq.heappush(h, start_at + float(p[k, best_d]))
     return out
+
+
+def _kth_smallest(heap: list[float], k: int) -> float:
+    """The ``k``-th smallest value of a binary heap (``heapq.nsmallest(k, heap)[-1]``),
+    visiting O(k log k) entries instead of all of them."""
+    if k == 1:
+        return heap[0]
+    frontier = [(heap[0], 0)]
+    n = len(heap)
+    for _ in range(k - 1):
+        _, i = heapq.heappop(frontier)
+        for c in (2 * i + 1, 2 * i + 2):
+            if c < n:
+                heapq.heappush(frontier, (heap[c], c))
+    return frontier[0][0]
 
 
 @dataclass

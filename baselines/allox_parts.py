@@ -22,6 +22,7 @@ choose which job goes to which device type, and when.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -54,19 +55,33 @@ def slot_cores(view: View) -> float:
     jobs' positive ``cpus`` (``inf`` when no job needs cores: memory then decides)."""
     if "cpu" not in view.devices:
         return 1.0
-    c = view.devices.index("cpu")
     if view.options.cpu_slot_cores is not None:
         return float(view.options.cpu_slot_cores)
-    need = np.asarray(view.cpus_need[:, c])
-    need = need[need > 0]
-    return float(np.median(need)) if len(need) else float("inf")
+    return _static(view)[0]
 
 
 def slot_mem(view: View) -> float:
     """Memory of one CPU machine: the median of the jobs' positive ``mem`` (inf if none)."""
-    mem = np.asarray(view.mem)
-    mem = mem[mem > 0]
-    return float(np.median(mem)) if len(mem) else float("inf")
+    return _static(view)[1]
+
+
+def _static(view: View) -> tuple[float, float]:
+    """Median positive cores (on cpu) and memory per worker over the workload, once per view."""
+    out = _MEDIANS.get(view)
+    if out is None:
+        need = np.zeros(0)
+        if "cpu" in view.devices:
+            need = np.asarray(view.cpus_need[:, view.devices.index("cpu")])
+            need = need[need > 0]
+        mem = np.asarray(view.mem)
+        mem = mem[mem > 0]
+        out = (float(np.median(need)) if len(need) else float("inf"),
+               float(np.median(mem)) if len(mem) else float("inf"))
+        _MEDIANS[view] = out
+    return out
+
+
+_MEDIANS: "weakref.WeakKeyDictionary[object, tuple[float, float]]" = weakref.WeakKeyDictionary()
 
 
 def slots_per_device(view: View, free: bool = False, cap: CapacityModel | None = None) -> np.ndarray:
@@ -128,21 +143,20 @@ class MachinePool:
         end; restart delays are not visible to schedulers and are ignored).
         """
         now = view.now
-        devs: list[int] = []
-        omegas: list[float] = []
-        nd = view.node_device
-        for j in view.running.tolist():
-            rate = float(view.rate[j])
-            end = now + float(view.remaining[j]) / rate if rate > 0 else now
-            w = int(view.workers[j])
-            for n in np.asarray(view.worker_node[j, :w]).tolist():
-                devs.append(int(nd[n]))
-                omegas.append(end)
+        r = np.asarray(view.running)
+        rate = np.asarray(view.rate, dtype=np.float64)[r]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            end = np.where(rate > 0, now + np.asarray(view.remaining)[r] / np.where(rate > 0, rate, 1.0),
+                           now)
+        w = np.asarray(view.workers, dtype=np.int64)[r]
+        nodes = np.asarray(view.worker_node)[r]
+        mask = np.arange(nodes.shape[1])[None, :] < w[:, None] if len(r) else np.zeros((0, 0), bool)
+        busy_dev = np.asarray(view.node_device, dtype=np.int64)[nodes[mask]] if len(r) else \
+            np.zeros(0, dtype=np.int64)
         free = slots_per_device(view, free=True, cap=cap)
-        for d, k in enumerate(free.tolist()):
-            devs.extend([d] * k)
-            omegas.extend([now] * k)
-        return cls(np.asarray(devs, dtype=np.int64), np.asarray(omegas, dtype=np.float64), now)
+        devs = np.concatenate([busy_dev, np.repeat(np.arange(len(free)), free)]).astype(np.int64)
+        omegas = np.concatenate([np.repeat(end, w), np.full(int(free.sum()), now)])
+        return cls(devs, omegas.astype(np.float64), now)
 
     def __len__(self) -> int:
         return len(self.dev)
