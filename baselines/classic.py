@@ -71,6 +71,7 @@ class PolicyScheduler:
         self._table = self.devices.table(view)  # type: ignore[attr-defined]
         self._groups = WaitingGroups(view, self._table)
         self._next = 0
+        self._full: tuple[np.ndarray, ...] | None = None  # see _nothing_new_fits
 
     def decide(self, view: View) -> list[Decision]:
         """Start what the admission rule admits."""
@@ -79,20 +80,38 @@ class PolicyScheduler:
             return []
         groups = getattr(self, "_groups", None)
         if groups is None or not self._sync(view, groups):
+            self._full = None
             return list(self.admission.admit(view, self.ordering.order(view, q), self.devices))
-        if len(q) <= _SHORT:  # ordering a short queue costs less than bounding the groups
-            starts = self.admission.admit(view, self.ordering.order(view, q), self.devices)
-            for s in starts:
-                groups.remove(s.job)
-            return list(starts)
-        bound = groups.bounds(view.free_gpus, view.free_cpus, view.free_mem)
-        if not (bound >= 1).any():
-            return []
         blocking = self.admission.blocking
-        starts = view.admit(groups.candidates(bound, blocking), blocking, pref=self._table)
+        if not blocking and self._nothing_new_fits(view, groups):
+            return []
+        cap = view.capacity()
+        if len(q) <= _SHORT:  # ordering a short queue costs less than bounding the groups
+            starts = self.admission.admit(view, self.ordering.order(view, q), self.devices, cap)
+        else:
+            bound = groups.bounds(cap.free_gpus, cap.free_cpus, cap.free_mem)
+            starts = [] if not (bound >= 1).any() else view.admit(
+                groups.candidates(bound, blocking), blocking, pref=self._table, cap=cap)
         for s in starts:
             groups.remove(s.job)
+        # Without blocking every waiting job was tried (or bounded out): none fits on what
+        # these starts leave free. Remember that capacity and the shapes still waiting.
+        self._full = (cap.free_gpus, cap.free_cpus, cap.free_mem, groups.count > 0)
         return list(starts)
+
+    def _nothing_new_fits(self, view: View, groups: WaitingGroups) -> bool:
+        """Whether free capacity is what the last decision point left and only jobs of
+        shapes that did not fit then are waiting (so nothing can start)."""
+        full = self._full
+        if full is None or not (np.array_equal(full[0], view.free_gpus)
+                                and np.array_equal(full[1], view.free_cpus)
+                                and np.array_equal(full[2], view.free_mem)):
+            return False
+        new = np.flatnonzero((groups.count > 0) & ~full[3])
+        if len(new) == 0:
+            return True
+        tot = groups.free_totals(view.free_gpus, view.free_cpus, view.free_mem)
+        return not (groups.bound_rows(new, tot[0], tot[1], tot[2]) >= 1).any()
 
     def _sync(self, view: View, groups: WaitingGroups) -> bool:
         """Add the jobs that arrived since the last decision point; False if the groups

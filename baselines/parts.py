@@ -236,6 +236,18 @@ class WaitingGroups:
         self._is_cpu = np.asarray(view.dev_is_cpu, dtype=bool)
         self._on = np.stack([nd == d for d in range(self._n_dev)]) if len(nd) else \
             np.zeros((self._n_dev, 0), dtype=bool)
+        # per group and candidate, what bound_rows needs; counts are rounded with a
+        # tolerance above the placement kernel's (1e-6 per node of the type, and 1e-6 on
+        # "one worker's cores / memory fit on the best node")
+        self._d = np.maximum(self.dev, 0)
+        self._valid = self.dev >= 0
+        self._has_c = self.cpus > 0
+        self._has_m = np.broadcast_to((self.m > 0)[:, None], self.cpus.shape)
+        self._inv_c = 1.0 / np.where(self._has_c, self.cpus, 1.0)
+        self._inv_m = 1.0 / np.where(self._has_m, self.m[:, None], 1.0)
+        self._wf = self.w.astype(np.float64)[:, None]
+        self._cpu_col = self._is_cpu[self._d]
+        self._tol = 1e-6 * (1.0 + self._on.sum(axis=1)[self._d])
 
     def __len__(self) -> int:
         return len(self.entry)
@@ -318,31 +330,21 @@ class WaitingGroups:
         per-type totals (``(C,)``, or ``(len(groups), C)``: one capacity per group) and,
         optionally, the most cores and memory free on one node of each type."""
         g = np.asarray(groups, dtype=np.int64)
-        rows = np.arange(len(g))[:, None]
-        dev = self.dev[g]
-        d = np.maximum(dev, 0)
+        d = self._d[g]
 
         def at(x: np.ndarray) -> np.ndarray:
             x = np.asarray(x, dtype=np.float64)
-            return x[d] if x.ndim == 1 else x[rows, d]
+            return x[d] if x.ndim == 1 else x[np.arange(len(g))[:, None], d]
 
-        c = self.cpus[g]
-        m = self.m[g][:, None]
-        w = self.w[g][:, None].astype(np.float64)
-        tol = 1e-6
-        with np.errstate(divide="ignore", invalid="ignore"):
-            cc = np.where(c > 0, c, 1.0)
-            mm = np.where(m > 0, m, 1.0)
-            by_c = np.where(c > 0, at(tot_c) / cc, np.inf)
-            by_m = np.where(m > 0, at(tot_m) / mm, np.inf)
-            slots = np.minimum(by_c, by_m)
-            slots = np.where(self._is_cpu[d], slots, np.minimum(slots, at(tot_g)))
-            if max_c is not None:
-                room = ((c <= 0) | (at(max_c) / cc + tol >= 1.0)) & \
-                       ((m <= 0) | (at(max_m) / mm + tol >= 1.0))
-                slots = np.where(room, slots, 0.0)
-            slots = np.floor(slots + tol * (1.0 + self._on.sum(axis=1)[d]))
-            jobs = np.where(dev >= 0, np.floor(slots / w), 0.0)
+        inv_c, inv_m, has_c, has_m = self._inv_c[g], self._inv_m[g], self._has_c[g], self._has_m[g]
+        slots = np.minimum(np.where(has_c, at(tot_c) * inv_c, np.inf),
+                           np.where(has_m, at(tot_m) * inv_m, np.inf))
+        slots = np.where(self._cpu_col[g], slots, np.minimum(slots, at(tot_g)))
+        if max_c is not None:
+            room = (~has_c | (at(max_c) * inv_c + 1e-6 >= 1.0)) & \
+                   (~has_m | (at(max_m) * inv_m + 1e-6 >= 1.0))
+            slots = np.where(room, slots, 0.0)
+        jobs = np.where(self._valid[g], np.floor(np.floor(slots + self._tol[g]) / self._wf[g]), 0.0)
         return jobs.sum(axis=1)
 
     def candidates(self, bound: np.ndarray, blocking: bool) -> np.ndarray:
