@@ -71,6 +71,7 @@ class PolicyScheduler:
         self._table = self.devices.table(view)  # type: ignore[attr-defined]
         self._groups = WaitingGroups(view, self._table)
         self._next = 0
+        self._proposed: list[int] = []
         self._full: tuple[np.ndarray, ...] | None = None  # see _nothing_new_fits
 
     def decide(self, view: View) -> list[Decision]:
@@ -80,7 +81,7 @@ class PolicyScheduler:
             return []
         groups = getattr(self, "_groups", None)
         if groups is None or not self._sync(view, groups):
-            self._full = None
+            self._groups = None  # someone else decides too: rank the whole queue from now on
             return list(self.admission.admit(view, self.ordering.order(view, q), self.devices))
         blocking = self.admission.blocking
         if not blocking and self._nothing_new_fits(view, groups):
@@ -94,6 +95,7 @@ class PolicyScheduler:
                 groups.candidates(bound, blocking), blocking, pref=self._table, cap=cap)
         for s in starts:
             groups.remove(s.job)
+        self._proposed = [s.job for s in starts]
         # Without blocking every waiting job was tried (or bounded out): none fits on what
         # these starts leave free. Remember that capacity and the shapes still waiting.
         self._full = (cap.free_gpus, cap.free_cpus, cap.free_mem, groups.count > 0)
@@ -114,21 +116,18 @@ class PolicyScheduler:
         return not (groups.bound_rows(new, tot[0], tot[1], tot[2]) >= 1).any()
 
     def _sync(self, view: View, groups: WaitingGroups) -> bool:
-        """Add the jobs that arrived since the last decision point; False if the groups
-        cannot stand for the queue (it is not in arrival order: someone preempted)."""
+        """Add the jobs that arrived since the last decision point. False if the groups
+        may not stand for the queue any more: a start proposed last time was not carried
+        out, or the queue has another length (someone else starts or preempts jobs, e.g.
+        an environment that applies one decision per step)."""
         st, n, k, key = view.status, view.n_jobs, self._next, self._key
+        if any(st[j] == _QUEUED for j in self._proposed):
+            return False
         while k < n and st[k] != _FUTURE:
             groups.add(k, key[k], k)
             k += 1
         self._next = k
-        q = view.queue
-        if len(groups) == len(q):
-            return True
-        groups.clear()  # out of step (not our own starts only): rebuild from the queue
-        qa = np.asarray(q)
-        for j in qa.tolist():
-            groups.add(j, key[j], j)
-        return bool(np.all(np.diff(qa) > 0))
+        return len(groups) == len(view.queue)
 
 
 def device_choice(name: str) -> DeviceChoice:
@@ -195,14 +194,19 @@ class SRPT:
             self._next = 0
             self._front = 0  # tie of the next job put back at the head of the queue, minus 1
             self._away: set[int] = set()  # preempted by us, not back in the queue yet
+            self._proposed: list[Start | _Preempted] = []
+            self._n_preempt = np.asarray(view.n_preempt)
 
     def decide(self, view: View) -> list[Decision]:
         """Preempt jobs outranked by shorter ones, start the shorter ones."""
         if len(view.queue) == 0:
             return []
-        if getattr(self, "_groups", None) is None:
+        groups = getattr(self, "_groups", None)
+        if groups is not None and not self._sync(view, groups):
+            self._groups = groups = None  # someone else decides too: rank everything from now on
+        if groups is None:
             return self._decide_all(view)
-        return self._decide_groups(view)
+        return self._decide_groups(view, groups)
 
     def _decide_all(self, view: View) -> list[Decision]:
         """The rule of the class docstring, straightforwardly: rank every job."""
@@ -256,16 +260,21 @@ class SRPT:
                     break
         return out
 
-    def _sync(self, view: View, groups: WaitingGroups) -> None:
-        """Bring the shape groups in step with ``view.queue``.
+    def _sync(self, view: View, groups: WaitingGroups) -> bool:
+        """Bring the shape groups in step with ``view.queue``; False if they may not stand
+        for it (a decision proposed last time was not carried out, or the queue has
+        another length: someone else decides too).
 
         Arrivals join at the tail (tie = job index); jobs we preempted come back at
         the head (ties below every tie given so far, the most recent lowest), where
         ``view.queue`` shows them in order. Ranking keys (remaining time on the
-        fastest type) are fixed while a job waits. If the count disagrees with the
-        queue, the groups are rebuilt from it.
+        fastest type) are fixed while a job waits.
         """
         st, n = view.status, view.n_jobs
+        for d in self._proposed:
+            if (st[d.job] == _QUEUED) if isinstance(d, Start) else \
+                    (self._n_preempt[d.job] <= d.before):
+                return False
         k = self._next
         while k < n and st[k] != _FUTURE:
             k += 1
@@ -277,7 +286,7 @@ class SRPT:
         if back:
             head = np.asarray(q[: len(back)])
             if set(head.tolist()) != set(back):
-                return self._rebuild(view, groups)
+                return False
             keys = view.durations(head, remaining=True).min(axis=1)
             for i in range(len(head) - 1, -1, -1):
                 self._front -= 1
@@ -286,20 +295,9 @@ class SRPT:
             keys = view.durations(new, remaining=True).min(axis=1)
             for j, kk in zip(new.tolist(), keys.tolist()):
                 groups.add(j, kk, j)
-        if len(groups) != len(q):
-            self._rebuild(view, groups)
+        return len(groups) == len(q)
 
-    def _rebuild(self, view: View, groups: WaitingGroups) -> None:
-        groups.clear()
-        q = np.asarray(view.queue)
-        keys = view.durations(q, remaining=True).min(axis=1)
-        self._front -= len(q)
-        for i, (j, kk) in enumerate(zip(q.tolist(), keys.tolist())):
-            groups.add(j, kk, self._front + i)
-        r = np.asarray(view.running)
-        self._away = set(r[np.asarray(view.status)[r] == _GRACE].tolist())
-
-    def _decide_groups(self, view: View) -> list[Decision]:
+    def _decide_groups(self, view: View, groups: WaitingGroups) -> list[Decision]:
         """Same decisions as :meth:`_decide_all` without ranking every job.
 
         Waiting jobs are kept ranked in shape groups (:class:`WaitingGroups`). A
@@ -309,9 +307,7 @@ class SRPT:
         keep their place without being looked at, and a running job whose nodes
         no planned start touched keeps its place without a check.
         """
-        groups = self._groups
-        assert groups is not None
-        self._sync(view, groups)
+        self._proposed = []
         r = np.asarray(view.running)
         st = np.asarray(view.status)
         pinned = st[r] == _GRACE
@@ -410,9 +406,19 @@ class SRPT:
         for d in out:
             if isinstance(d, Start):
                 groups.remove(d.job)
+                self._proposed.append(d)
             else:
                 self._away.add(d.job)
+                self._proposed.append(_Preempted(d.job, int(self._n_preempt[d.job])))
         return out
+
+
+@dataclass(frozen=True)
+class _Preempted:
+    """A preemption SRPT proposed, with the job's preemption count before it."""
+
+    job: int
+    before: int
 
 
 def _free_in(plan, view: View, job: int, nodes: np.ndarray, gpus: np.ndarray) -> bool:

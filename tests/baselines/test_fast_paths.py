@@ -241,3 +241,28 @@ def test_rerun_same_scheduler_object(name) -> None:
     a = hetgym.simulate(sc, s).jobs
     b = hetgym.simulate(sc, s).jobs
     pd.testing.assert_frame_equal(a, b)
+
+
+class FirstOnly:
+    """Carries out only the first decision of the wrapped scheduler (as ``agents.bc`` does
+    with a teacher), so the scheduler is not the only one deciding what happens."""
+
+    round_length = None
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def reset(self, view) -> None:
+        self.inner.reset(view)
+
+    def decide(self, view) -> list:
+        return self.inner.decide(view)[:1]
+
+
+@pytest.mark.parametrize("which", ["sjf", "srpt"])
+def test_same_schedule_when_only_some_decisions_are_carried_out(which) -> None:
+    sc = workload(5, 120, 0.0, grace=True, cpu_nodes=True)
+    fast = baselines.make(which)
+    plain = PlainGreedy(True, False, False) if which == "sjf" else PlainSRPT(False)
+    assert_same_schedule(sc, FirstOnly(fast), FirstOnly(plain))
+    assert fast._groups is None  # it noticed, and ranks the whole queue since
