@@ -123,6 +123,7 @@ class PolicyScheduler:
         st, n, k, key = view.status, view.n_jobs, self._next, self._key
         if any(st[j] == _QUEUED for j in self._proposed):
             return False
+        self._proposed = []
         while k < n and st[k] != _FUTURE:
             groups.add(k, key[k], k)
             k += 1
