@@ -266,3 +266,72 @@ def test_same_schedule_when_only_some_decisions_are_carried_out(which) -> None:
     plain = PlainGreedy(True, False, False) if which == "sjf" else PlainSRPT(False)
     assert_same_schedule(sc, FirstOnly(fast), FirstOnly(plain))
     assert fast._groups is None  # it noticed, and ranks the whole queue since
+
+
+def plain_list_schedule(workers, jobs, p, dev, omega, now, fails) -> list[tuple[int, int]]:
+    """AlloX+'s list scheduling with one heap of free times per device type."""
+    import heapq
+
+    heaps = {}
+    for d in np.unique(dev).tolist():
+        h = omega[dev == d].tolist()
+        heapq.heapify(h)
+        heaps[d] = h
+    idle_left = int((omega <= now).sum())
+    out = []
+    for k, job in enumerate(jobs.tolist()):
+        if idle_left == 0 or all(h[0] > now for h in heaps.values() if h):
+            break
+        w = int(workers[job])
+        best, best_d = np.inf, -1
+        for d, h in heaps.items():
+            if not np.isfinite(p[k, d]) or len(h) < w:
+                continue
+            done = heapq.nsmallest(w, h)[-1] + p[k, d]
+            if done < best:
+                best, best_d = done, d
+        if best_d < 0:
+            continue
+        h = heaps[best_d]
+        taken = [heapq.heappop(h) for _ in range(w)]
+        start_at = taken[-1]
+        if start_at <= now:
+            if job in fails:
+                for t in taken:
+                    heapq.heappush(h, t)
+                continue
+            out.append((job, best_d))
+            idle_left -= w
+        for _ in range(w):
+            heapq.heappush(h, start_at + float(p[k, best_d]))
+    return out
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(seed=st.integers(0, 2**20))
+def test_allox_plus_list_schedule_matches_heaps(seed) -> None:
+    from types import SimpleNamespace
+
+    from baselines.allox import _list_schedule
+    from baselines.allox_parts import MachinePool
+    from hetgym.decisions import Placement
+
+    rng = np.random.default_rng(seed)
+    n_dev, n_jobs = int(rng.integers(1, 4)), int(rng.integers(1, 40))
+    m = int(rng.integers(1, 24))
+    dev = rng.integers(0, n_dev, m)
+    now = 10.0
+    omega = np.where(rng.random(m) < 0.3, now, now + rng.integers(0, 6, m) * 2.0)
+    workers = rng.choice([1, 1, 2, 3], n_jobs)
+    p = rng.choice([1.0, 2.0, 4.0, np.inf], (n_jobs, n_dev))
+    jobs = rng.permutation(n_jobs)
+    fails = set(rng.choice(n_jobs, int(rng.integers(0, 3))).tolist())
+
+    class Cap:
+        def place(self, job, d):
+            return None if job in fails else Placement.of([0], [0])
+
+    view = SimpleNamespace(workers=workers)
+    pool = MachinePool(dev.astype(np.int64), omega.astype(np.float64), now)
+    got = [(s.job, s.device) for s in _list_schedule(view, jobs, p[jobs], pool, Cap())]
+    assert got == plain_list_schedule(workers, jobs, p[jobs], dev, omega, now, fails)
