@@ -37,6 +37,7 @@ from baselines.allox_parts import (
     MachinePool,
     ceil_users,
     match_first_jobs,
+    may_fit,
     slots_per_device,
 )
 from baselines.classic import PolicyScheduler
@@ -351,7 +352,11 @@ class SJFPlus:
         if not free.any():
             return []
         p = view.durations(q)
-        flat = np.argsort(p, axis=None, kind="stable")
+        # Pairs that cannot start whatever comes before them (capacity only shrinks
+        # here) are left out; the others keep their order in argsort(p, stable).
+        ok = (np.isfinite(p) & (free > 0)[None, :] & may_fit(view, cap, q, free)).ravel()
+        idx = np.flatnonzero(ok)
+        flat = idx[np.argsort(p.ravel()[idx], kind="stable")]
         c = p.shape[1]
         started = np.zeros(len(q), dtype=bool)
         out: list[Decision] = []

@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "slot_cores",
     "slots_per_device",
+    "may_fit",
     "MachinePool",
     "match_first_jobs",
     "job_shares",
@@ -119,6 +120,26 @@ def slots_per_device(view: View, free: bool = False, cap: CapacityModel | None =
         else:
             out[d] = int(np.asarray(gpus)[m].sum())
     return out
+
+
+def may_fit(view: View, cap: CapacityModel, jobs: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """bool[len(jobs), C]: False where a job's gang surely does not fit on the type in
+    ``cap`` (more workers than free GPUs; more cores or memory than the type has free
+    in total, with a tolerance above the placement kernel's rounding)."""
+    nd = np.asarray(view.node_device)
+    n_dev = len(view.devices)
+    tot_c = np.bincount(nd, weights=cap.free_cpus, minlength=n_dev)
+    tot_m = np.bincount(nd, weights=cap.free_mem, minlength=n_dev)
+    tol = 1e-6 * (1.0 + np.bincount(nd, minlength=n_dev))
+    w = np.asarray(view.workers)[jobs][:, None].astype(np.float64)
+    c = np.asarray(view.cpus_need)[jobs]
+    m = np.asarray(view.mem)[jobs][:, None]
+    gpu = ~np.asarray(view.dev_is_cpu)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ok = ~gpu[None, :] | (w <= free[None, :])
+        ok &= (c <= 0) | (tot_c[None, :] / np.where(c > 0, c, 1.0) + tol >= w)
+        ok &= (m <= 0) | (tot_m[None, :] / np.where(m > 0, m, 1.0) + tol >= w)
+    return ok
 
 
 @dataclass
@@ -273,6 +294,9 @@ class ShareModel(Protocol):
     def demand(self, view: View, job: int, dev: int) -> np.ndarray:
         """float64[R], what ``job`` takes on device type ``dev``."""
 
+    def demands(self, view: View, jobs: np.ndarray, devs: np.ndarray) -> np.ndarray:
+        """float64[len(jobs), R], :meth:`demand` of each job on its device type."""
+
     def dominant(self, usage: np.ndarray) -> np.ndarray:
         """Dominant share of each row of ``usage``."""
 
@@ -298,12 +322,21 @@ class DominantShare:
         out[-1] = w * float(view.mem[job])
         return out
 
+    def demands(self, view: View, jobs: np.ndarray, devs: np.ndarray) -> np.ndarray:
+        """float64[len(jobs), R]: :meth:`demand` of each job on its device type."""
+        w = np.asarray(view.workers, dtype=np.float64)[jobs]
+        out = np.zeros((len(jobs), len(self._cap)))
+        out[np.arange(len(jobs)), devs] = w
+        out[:, -1] = w * np.asarray(view.mem, dtype=np.float64)[jobs]
+        return out
+
     def usage(self, view: View) -> np.ndarray:
+        """Sum of the running jobs' demands per user (in start order, as one by one)."""
         u = np.zeros((self._users, len(self._cap)))
-        for j in view.running.tolist():
-            d = int(view.device[j])
-            if d >= 0:
-                u[int(view.user[j])] += self.demand(view, j, d)
+        r = np.asarray(view.running)
+        devs = np.asarray(view.device)[r]
+        r, devs = r[devs >= 0], devs[devs >= 0]
+        np.add.at(u, np.asarray(view.user)[r], self.demands(view, r, devs))
         return u
 
     def dominant(self, usage: np.ndarray) -> np.ndarray:
@@ -348,6 +381,11 @@ class PooledShare(DominantShare):
     def demand(self, view: View, job: int, dev: int) -> np.ndarray:
         w = float(view.workers[job])
         return np.array([w * self.factor[dev], w * float(view.mem[job])])
+
+    def demands(self, view: View, jobs: np.ndarray, devs: np.ndarray) -> np.ndarray:
+        w = np.asarray(view.workers, dtype=np.float64)[jobs]
+        return np.stack([w * self.factor[devs], w * np.asarray(view.mem, dtype=np.float64)[jobs]],
+                        axis=1)
 
 
 @dataclass
