@@ -382,17 +382,27 @@ class SRPT:
                 start = k + 1
 
         table = self._table
+        # Shapes (workers, cores, memory) that found no room on a device type: capacity
+        # only shrinks during the walk, so a job needing at least as much of each fails
+        # there too (its placement is not attempted).
+        failed: dict[int, list[tuple[float, float, float]]] = {}
+        n_mv = len(mv)
         while heap:
             key, _, j, g, pos = heap[0]
-            hi = int(np.searchsorted(rem, key, side="right"))
-            if hi > i:
+            if i < n_mv and rem[i] <= key:
+                hi = int(np.searchsorted(rem, key, side="right"))
                 settle(i, hi, True)
                 i = hi
             heapq.heappop(heap)
-            flush()
-            for d in table[j].tolist():
+            w, m = float(groups.w[g]), float(groups.m[g])
+            for k, d in enumerate(table[j].tolist()):
                 if d < 0:
                     break
+                shape = (w, float(groups.cpus[g, k]), m)
+                if any(shape[0] >= f[0] and shape[1] >= f[1] and shape[2] >= f[2]
+                       for f in failed.get(d, ())):
+                    continue
+                flush()
                 pl = cap.place(j, d)
                 if pl is not None:
                     starts.append(j)
@@ -401,6 +411,9 @@ class SRPT:
                     if pos + 1 < len(lst):
                         heapq.heappush(heap, lst[pos + 1] + (g, pos + 1))
                     break
+                failed[d] = [f for f in failed.get(d, [])
+                             if not (f[0] >= shape[0] and f[1] >= shape[1] and f[2] >= shape[2])]
+                failed[d].append(shape)
         if i < len(mv):
             settle(i, len(mv), False)
         out = self._carry_out(view, movable, keep, starts)

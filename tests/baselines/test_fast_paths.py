@@ -33,7 +33,7 @@ def workload(seed: int, n: int, span: float, grace: bool, cpu_nodes: bool) -> Sc
     rng = np.random.default_rng(seed)
     nodes = [NodeSpec(name="k", count=2, gpu_type="K80", gpus=8, cpus=32, mem_gb=64),
              NodeSpec(name="p", count=1, gpu_type="P100", gpus=4, cpus=8, mem_gb=32),
-             NodeSpec(name="v", count=2, gpu_type="V100", gpus=2, cpus=16, mem_gb=64)]
+             NodeSpec(name="v", count=2, gpu_type="V100", gpus=4, cpus=16, mem_gb=20)]
     if cpu_nodes:
         nodes.append(NodeSpec(name="c", count=2, gpu_type=None, gpus=0, cpus=16, mem_gb=64))
     cluster = ClusterSpec(nodes=nodes)
@@ -45,7 +45,7 @@ def workload(seed: int, n: int, span: float, grace: bool, cpu_nodes: bool) -> Sc
         "workers": rng.choice([1, 1, 1, 2, 2, 4, 8], n),
         "work": rng.integers(1, 40, n) * 8.0,
         "cpus": rng.choice([0.0, 1.0, 2.0, 4.0], n),
-        "mem_gb": rng.choice([0.0, 4.0, 8.0], n),
+        "mem_gb": rng.choice([0.0, 2.0, 4.0, 6.0, 8.0], n),
         "grace_period": rng.choice([0.0, 0.0, 8.0], n) if grace else 0.0,
     })
     for d in cluster.device_types:
