@@ -26,17 +26,18 @@ all (the paper has no distributed jobs, sec. 5.1).
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
+from numba import njit
 
 from baselines.allox_parts import (
     AlloXProgress,
     MachinePool,
     ceil_users,
     match_first_jobs,
+    may_fit,
     slots_per_device,
 )
 from baselines.classic import PolicyScheduler
@@ -192,43 +193,95 @@ def _window(view: View, q: np.ndarray, window: int) -> np.ndarray:
 def _list_schedule(view: View, jobs: np.ndarray, p: np.ndarray, pool: MachinePool,
                    cap: CapacityModel) -> list[Decision]:
     """Greedy list scheduling: each job in turn takes the machines on which it would
-    complete earliest; it starts now if they are idle, else it reserves them."""
-    heaps: dict[int, list[float]] = {}
-    for d in np.unique(pool.dev).tolist():
-        h = pool.omega[pool.dev == d].tolist()
-        heapq.heapify(h)
-        heaps[d] = h
+    complete earliest; it starts now if they are idle, else it reserves them.
+
+    The walk runs in :func:`list_schedule_nb` up to the next job that would start
+    now; this loop places it (if the placement fails, its machines stay as they
+    were and the walk goes on).
+    """
+    n_dev = p.shape[1]
+    present = np.zeros(n_dev, dtype=np.bool_)
+    counts = np.bincount(pool.dev, minlength=n_dev)
+    free_at = np.full((n_dev, max(1, int(counts.max(initial=0)))), np.inf)
+    for d in np.flatnonzero(counts).tolist():
+        present[d] = True
+        free_at[d, : counts[d]] = np.sort(pool.omega[pool.dev == d])
+    jobs = np.ascontiguousarray(jobs, dtype=np.int64)
+    p = np.ascontiguousarray(p, dtype=np.float64)
+    workers = np.ascontiguousarray(view.workers, dtype=np.int64)
     now = pool.now
     idle_left = int(pool.idle.sum())
     out: list[Decision] = []
-    for k, job in enumerate(jobs.tolist()):
-        if idle_left == 0:
-            break
-        w = int(view.workers[job])
-        best, best_d = np.inf, -1
-        for d, h in heaps.items():
-            if not np.isfinite(p[k, d]) or len(h) < w:
-                continue
-            ready = heapq.nsmallest(w, h)[-1]
-            done = ready + p[k, d]
-            if done < best:
-                best, best_d = done, d
-        if best_d < 0:
-            continue
-        h = heaps[best_d]
-        taken = [heapq.heappop(h) for _ in range(w)]
-        start_at = taken[-1]
-        if start_at <= now:
-            pl = cap.place(job, best_d)
-            if pl is None:
-                for t in taken:
-                    heapq.heappush(h, t)
-                continue
-            out.append(Start(job, best_d, pl))
+    k = 0
+    while True:
+        k, d = list_schedule_nb(jobs, p, workers, now, idle_left, free_at, counts, present, k)
+        if k < 0:
+            return out
+        job = int(jobs[k])
+        w = int(workers[job])
+        pl = cap.place(job, d)
+        if pl is not None:
+            out.append(Start(job, d, pl))
             idle_left -= w
-        for _ in range(w):
-            heapq.heappush(h, start_at + float(p[k, best_d]))
-    return out
+            take_machines_nb(free_at, counts, d, w, free_at[d, w - 1] + p[k, d])
+        k += 1
+
+
+@njit(cache=True)
+def take_machines_nb(free_at, counts, d, w, until):
+    """The ``w`` machines of type ``d`` that free first (row ``d`` of ``free_at``, sorted,
+    ``counts[d]`` long) are taken until ``until``."""
+    n = counts[d]
+    for i in range(n - w):
+        free_at[d, i] = free_at[d, i + w]
+    pos = n - w
+    while pos > 0 and free_at[d, pos - 1] > until:
+        pos -= 1
+    for i in range(n - 1, pos + w - 1, -1):
+        free_at[d, i] = free_at[d, i - w]
+    for i in range(pos, pos + w):
+        free_at[d, i] = until
+
+
+@njit(cache=True)
+def list_schedule_nb(jobs, p, workers, now, idle_left, free_at, counts, present, k):
+    """AlloX+'s list scheduling from the ``k``-th of the ordered ``jobs`` on.
+
+    ``p[i, d]``: processing time of ``jobs[i]`` on type ``d`` (inf: cannot run);
+    ``free_at[d, :counts[d]]``: sorted times at which the machines of type ``d`` free
+    (types with ``present[d]`` only). Each job takes the ``W`` machines of the type
+    where it would complete earliest (first type on ties); a job that would start
+    later reserves them (``free_at`` is updated) and the walk goes on. Returns
+    ``(i, d)`` for the next job that would start now on type ``d`` (nothing taken
+    for it yet), or ``(-1, -1)`` once no job is left or no machine is idle.
+    """
+    n_dev = p.shape[1]
+    while k < jobs.shape[0]:
+        if idle_left <= 0:
+            return -1, -1
+        idle = False
+        for d in range(n_dev):
+            if present[d] and free_at[d, 0] <= now:
+                idle = True
+        if not idle:
+            return -1, -1  # later jobs could only reserve
+        w = workers[jobs[k]]
+        best = np.inf
+        bd = -1
+        for d in range(n_dev):
+            if not present[d] or not np.isfinite(p[k, d]) or counts[d] < w:
+                continue
+            done = free_at[d, w - 1] + p[k, d]
+            if done < best:
+                best = done
+                bd = d
+        if bd >= 0:
+            start_at = free_at[bd, w - 1]
+            if start_at <= now:
+                return k, bd
+            take_machines_nb(free_at, counts, bd, w, start_at + p[k, bd])
+        k += 1
+    return -1, -1
 
 
 @dataclass
@@ -299,7 +352,11 @@ class SJFPlus:
         if not free.any():
             return []
         p = view.durations(q)
-        flat = np.argsort(p, axis=None, kind="stable")
+        # Pairs that cannot start whatever comes before them (capacity only shrinks
+        # here) are left out; the others keep their order in argsort(p, stable).
+        ok = (np.isfinite(p) & (free > 0)[None, :] & may_fit(view, cap, q, free)).ravel()
+        idx = np.flatnonzero(ok)
+        flat = idx[np.argsort(p.ravel()[idx], kind="stable")]
         c = p.shape[1]
         started = np.zeros(len(q), dtype=bool)
         out: list[Decision] = []

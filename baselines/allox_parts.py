@@ -22,6 +22,7 @@ choose which job goes to which device type, and when.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "slot_cores",
     "slots_per_device",
+    "may_fit",
     "MachinePool",
     "match_first_jobs",
     "job_shares",
@@ -53,19 +55,33 @@ def slot_cores(view: View) -> float:
     jobs' positive ``cpus`` (``inf`` when no job needs cores: memory then decides)."""
     if "cpu" not in view.devices:
         return 1.0
-    c = view.devices.index("cpu")
     if view.options.cpu_slot_cores is not None:
         return float(view.options.cpu_slot_cores)
-    need = np.asarray(view.cpus_need[:, c])
-    need = need[need > 0]
-    return float(np.median(need)) if len(need) else float("inf")
+    return _static(view)[0]
 
 
 def slot_mem(view: View) -> float:
     """Memory of one CPU machine: the median of the jobs' positive ``mem`` (inf if none)."""
-    mem = np.asarray(view.mem)
-    mem = mem[mem > 0]
-    return float(np.median(mem)) if len(mem) else float("inf")
+    return _static(view)[1]
+
+
+def _static(view: View) -> tuple[float, float]:
+    """Median positive cores (on cpu) and memory per worker over the workload, once per view."""
+    out = _MEDIANS.get(view)
+    if out is None:
+        need = np.zeros(0)
+        if "cpu" in view.devices:
+            need = np.asarray(view.cpus_need[:, view.devices.index("cpu")])
+            need = need[need > 0]
+        mem = np.asarray(view.mem)
+        mem = mem[mem > 0]
+        out = (float(np.median(need)) if len(need) else float("inf"),
+               float(np.median(mem)) if len(mem) else float("inf"))
+        _MEDIANS[view] = out
+    return out
+
+
+_MEDIANS: "weakref.WeakKeyDictionary[object, tuple[float, float]]" = weakref.WeakKeyDictionary()
 
 
 def slots_per_device(view: View, free: bool = False, cap: CapacityModel | None = None) -> np.ndarray:
@@ -105,6 +121,26 @@ def slots_per_device(view: View, free: bool = False, cap: CapacityModel | None =
     return out
 
 
+def may_fit(view: View, cap: CapacityModel, jobs: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """bool[len(jobs), C]: False where a job's gang surely does not fit on the type in
+    ``cap`` (more workers than free GPUs; more cores or memory than the type has free
+    in total, with a tolerance above the placement kernel's rounding)."""
+    nd = np.asarray(view.node_device)
+    n_dev = len(view.devices)
+    tot_c = np.bincount(nd, weights=cap.free_cpus, minlength=n_dev)
+    tot_m = np.bincount(nd, weights=cap.free_mem, minlength=n_dev)
+    tol = 1e-6 * (1.0 + np.bincount(nd, minlength=n_dev))
+    w = np.asarray(view.workers)[jobs][:, None].astype(np.float64)
+    c = np.asarray(view.cpus_need)[jobs]
+    m = np.asarray(view.mem)[jobs][:, None]
+    gpu = ~np.asarray(view.dev_is_cpu)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ok = ~gpu[None, :] | (w <= free[None, :])
+        ok &= (c <= 0) | (tot_c[None, :] / np.where(c > 0, c, 1.0) + tol >= w)
+        ok &= (m <= 0) | (tot_m[None, :] / np.where(m > 0, m, 1.0) + tol >= w)
+    return ok
+
+
 @dataclass
 class MachinePool:
     """Machines of the cluster at one decision point.
@@ -127,21 +163,20 @@ class MachinePool:
         end; restart delays are not visible to schedulers and are ignored).
         """
         now = view.now
-        devs: list[int] = []
-        omegas: list[float] = []
-        nd = view.node_device
-        for j in view.running.tolist():
-            rate = float(view.rate[j])
-            end = now + float(view.remaining[j]) / rate if rate > 0 else now
-            w = int(view.workers[j])
-            for n in np.asarray(view.worker_node[j, :w]).tolist():
-                devs.append(int(nd[n]))
-                omegas.append(end)
+        r = np.asarray(view.running)
+        rate = np.asarray(view.rate, dtype=np.float64)[r]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            end = np.where(rate > 0, now + np.asarray(view.remaining)[r] / np.where(rate > 0, rate, 1.0),
+                           now)
+        w = np.asarray(view.workers, dtype=np.int64)[r]
+        nodes = np.asarray(view.worker_node)[r]
+        mask = np.arange(nodes.shape[1])[None, :] < w[:, None] if len(r) else np.zeros((0, 0), bool)
+        busy_dev = np.asarray(view.node_device, dtype=np.int64)[nodes[mask]] if len(r) else \
+            np.zeros(0, dtype=np.int64)
         free = slots_per_device(view, free=True, cap=cap)
-        for d, k in enumerate(free.tolist()):
-            devs.extend([d] * k)
-            omegas.extend([now] * k)
-        return cls(np.asarray(devs, dtype=np.int64), np.asarray(omegas, dtype=np.float64), now)
+        devs = np.concatenate([busy_dev, np.repeat(np.arange(len(free)), free)]).astype(np.int64)
+        omegas = np.concatenate([np.repeat(end, w), np.full(int(free.sum()), now)])
+        return cls(devs, omegas.astype(np.float64), now)
 
     def __len__(self) -> int:
         return len(self.dev)
@@ -260,6 +295,9 @@ class ShareModel(Protocol):
     def demand(self, view: View, job: int, dev: int) -> np.ndarray:
         """float64[R], what ``job`` takes on device type ``dev``."""
 
+    def demands(self, view: View, jobs: np.ndarray, devs: np.ndarray) -> np.ndarray:
+        """float64[len(jobs), R], :meth:`demand` of each job on its device type."""
+
     def dominant(self, usage: np.ndarray) -> np.ndarray:
         """Dominant share of each row of ``usage``."""
 
@@ -285,12 +323,21 @@ class DominantShare:
         out[-1] = w * float(view.mem[job])
         return out
 
+    def demands(self, view: View, jobs: np.ndarray, devs: np.ndarray) -> np.ndarray:
+        """float64[len(jobs), R]: :meth:`demand` of each job on its device type."""
+        w = np.asarray(view.workers, dtype=np.float64)[jobs]
+        out = np.zeros((len(jobs), len(self._cap)))
+        out[np.arange(len(jobs)), devs] = w
+        out[:, -1] = w * np.asarray(view.mem, dtype=np.float64)[jobs]
+        return out
+
     def usage(self, view: View) -> np.ndarray:
+        """Sum of the running jobs' demands per user (in start order, as one by one)."""
         u = np.zeros((self._users, len(self._cap)))
-        for j in view.running.tolist():
-            d = int(view.device[j])
-            if d >= 0:
-                u[int(view.user[j])] += self.demand(view, j, d)
+        r = np.asarray(view.running)
+        devs = np.asarray(view.device)[r]
+        r, devs = r[devs >= 0], devs[devs >= 0]
+        np.add.at(u, np.asarray(view.user)[r], self.demands(view, r, devs))
         return u
 
     def dominant(self, usage: np.ndarray) -> np.ndarray:
@@ -335,6 +382,11 @@ class PooledShare(DominantShare):
     def demand(self, view: View, job: int, dev: int) -> np.ndarray:
         w = float(view.workers[job])
         return np.array([w * self.factor[dev], w * float(view.mem[job])])
+
+    def demands(self, view: View, jobs: np.ndarray, devs: np.ndarray) -> np.ndarray:
+        w = np.asarray(view.workers, dtype=np.float64)[jobs]
+        return np.stack([w * self.factor[devs], w * np.asarray(view.mem, dtype=np.float64)[jobs]],
+                        axis=1)
 
 
 @dataclass

@@ -7,6 +7,7 @@ that has room, see :class:`~baselines.parts.FastestFirst`).
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,11 +20,17 @@ from baselines.parts import (
     GreedyAdmission,
     Ordering,
     ShortestFirst,
+    WaitingGroups,
+    bulk_alloc,
 )
 from hetgym.decisions import Decision, Preempt, Start
+from hetgym.sim.codes import JobStatus
 from hetgym.sim.view import View
 
 __all__ = ["PolicyScheduler", "FIFO", "SJF", "SRPT"]
+
+_SHORT = 32  # queues up to this long are ordered whole (PolicyScheduler fast path)
+_FUTURE, _QUEUED, _GRACE = int(JobStatus.FUTURE), int(JobStatus.QUEUED), int(JobStatus.GRACE)
 
 
 @dataclass
@@ -33,6 +40,14 @@ class PolicyScheduler:
     At each decision point the waiting jobs are ordered, then admitted greedily
     on a scratch copy of free capacity; the placements found there are the ones
     proposed to the simulator.
+
+    With the stock parts (arrival order or shortest total work first, fastest
+    device type with room or fastest only, greedy admission) on the simulator's
+    :class:`~hetgym.sim.view.View`, the waiting jobs are kept sorted between
+    decision points in :class:`~baselines.parts.WaitingGroups` and only the jobs
+    that could start are handed to admission, so a decision point costs what it
+    starts, not the length of the queue. Same starts as ordering the whole queue
+    (ties in queue order, which is arrival order as nothing preempts here).
     """
 
     ordering: Ordering = field(default_factory=ArrivalOrder)
@@ -41,14 +56,79 @@ class PolicyScheduler:
     round_length: float | None = None
 
     def reset(self, view: View) -> None:
-        """Nothing to reset."""
+        """Sort keys and shape groups for the fast path (when it applies)."""
+        self._groups: WaitingGroups | None = None
+        self._fast = (isinstance(view, View) and type(self.admission) is GreedyAdmission
+                      and type(self.devices) in (FastestFirst, FastestOnly)
+                      and (type(self.ordering) is ArrivalOrder
+                           or (type(self.ordering) is ShortestFirst and not self.ordering.remaining)))
+        if not self._fast or (self.admission.blocking and type(self.ordering) is ArrivalOrder):
+            return  # strict FIFO: admission stops at the first job that does not fit anyway
+        if type(self.ordering) is ShortestFirst:
+            self._key = view.durations(np.arange(view.n_jobs)).min(axis=1)
+        else:
+            self._key = np.zeros(view.n_jobs)
+        self._table = self.devices.table(view)  # type: ignore[attr-defined]
+        self._groups = WaitingGroups(view, self._table)
+        self._next = 0
+        self._proposed: list[int] = []
+        self._full: tuple[np.ndarray, ...] | None = None  # see _nothing_new_fits
 
     def decide(self, view: View) -> list[Decision]:
         """Start what the admission rule admits."""
         q = view.queue
         if len(q) == 0:
             return []
-        return list(self.admission.admit(view, self.ordering.order(view, q), self.devices))
+        groups = getattr(self, "_groups", None)
+        if groups is None or not self._sync(view, groups):
+            self._groups = None  # someone else decides too: rank the whole queue from now on
+            return list(self.admission.admit(view, self.ordering.order(view, q), self.devices))
+        blocking = self.admission.blocking
+        if not blocking and self._nothing_new_fits(view, groups):
+            return []
+        cap = view.capacity()
+        if len(q) <= _SHORT:  # ordering a short queue costs less than bounding the groups
+            starts = self.admission.admit(view, self.ordering.order(view, q), self.devices, cap)
+        else:
+            bound = groups.bounds(cap.free_gpus, cap.free_cpus, cap.free_mem)
+            starts = [] if not (bound >= 1).any() else view.admit(
+                groups.candidates(bound, blocking), blocking, pref=self._table, cap=cap)
+        for s in starts:
+            groups.remove(s.job)
+        self._proposed = [s.job for s in starts]
+        # Without blocking every waiting job was tried (or bounded out): none fits on what
+        # these starts leave free. Remember that capacity and the shapes still waiting.
+        self._full = (cap.free_gpus, cap.free_cpus, cap.free_mem, groups.count > 0)
+        return list(starts)
+
+    def _nothing_new_fits(self, view: View, groups: WaitingGroups) -> bool:
+        """Whether free capacity is what the last decision point left and only jobs of
+        shapes that did not fit then are waiting (so nothing can start)."""
+        full = self._full
+        if full is None or not (np.array_equal(full[0], view.free_gpus)
+                                and np.array_equal(full[1], view.free_cpus)
+                                and np.array_equal(full[2], view.free_mem)):
+            return False
+        new = np.flatnonzero((groups.count > 0) & ~full[3])
+        if len(new) == 0:
+            return True
+        tot = groups.free_totals(view.free_gpus, view.free_cpus, view.free_mem)
+        return not (groups.bound_rows(new, tot[0], tot[1], tot[2]) >= 1).any()
+
+    def _sync(self, view: View, groups: WaitingGroups) -> bool:
+        """Add the jobs that arrived since the last decision point. False if the groups
+        may not stand for the queue any more: a start proposed last time was not carried
+        out, or the queue has another length (someone else starts or preempts jobs, e.g.
+        an environment that applies one decision per step)."""
+        st, n, k, key = view.status, view.n_jobs, self._next, self._key
+        if any(st[j] == _QUEUED for j in self._proposed):
+            return False
+        self._proposed = []
+        while k < n and st[k] != _FUTURE:
+            groups.add(k, key[k], k)
+            k += 1
+        self._next = k
+        return len(groups) == len(view.queue)
 
 
 def device_choice(name: str) -> DeviceChoice:
@@ -107,14 +187,32 @@ class SRPT:
         return cls(devices=device_choice(device))
 
     def reset(self, view: View) -> None:
-        """Nothing to reset."""
+        """Shape groups of the waiting jobs for the fast path (when it applies)."""
+        self._groups: WaitingGroups | None = None
+        if isinstance(view, View) and type(self.devices) in (FastestFirst, FastestOnly):
+            self._table = self.devices.table(view)  # type: ignore[attr-defined]
+            self._groups = WaitingGroups(view, self._table)
+            self._next = 0
+            self._front = 0  # tie of the next job put back at the head of the queue, minus 1
+            self._away: set[int] = set()  # preempted by us, not back in the queue yet
+            self._proposed: list[Start | _Preempted] = []
+            self._n_preempt = np.asarray(view.n_preempt)
 
     def decide(self, view: View) -> list[Decision]:
         """Preempt jobs outranked by shorter ones, start the shorter ones."""
+        if len(view.queue) == 0:
+            return []
+        groups = getattr(self, "_groups", None)
+        if groups is not None and not self._sync(view, groups):
+            self._groups = groups = None  # someone else decides too: rank everything from now on
+        if groups is None:
+            return self._decide_all(view)
+        return self._decide_groups(view, groups)
+
+    def _decide_all(self, view: View) -> list[Decision]:
+        """The rule of the class docstring, straightforwardly: rank every job."""
         q = np.asarray(view.queue)
         r = np.asarray(view.running)
-        if len(q) == 0:
-            return []
         limit = view.max_preemptions
         pinned = [j for j in r.tolist()
                   if view.in_grace(j) or (limit is not None and view.n_preempt[j] >= limit)]
@@ -142,6 +240,12 @@ class SRPT:
                         if plan.place(j, d) is not None:
                             starts.append(j)
                             break
+        return self._carry_out(view, movable, keep, starts)
+
+    def _carry_out(self, view: View, movable: np.ndarray, keep: set[int],
+                   starts: list[int]) -> list[Decision]:
+        """Preempt the movable jobs not kept, then place the starts on what is free once
+        the preempted jobs without a grace period have left."""
         out: list[Decision] = []
         now_free = view.capacity()
         for j in movable.tolist():
@@ -156,6 +260,179 @@ class SRPT:
                     out.append(Start(j, d, pl))
                     break
         return out
+
+    def _sync(self, view: View, groups: WaitingGroups) -> bool:
+        """Bring the shape groups in step with ``view.queue``; False if they may not stand
+        for it (a decision proposed last time was not carried out, or the queue has
+        another length: someone else decides too).
+
+        Arrivals join at the tail (tie = job index); jobs we preempted come back at
+        the head (ties below every tie given so far, the most recent lowest), where
+        ``view.queue`` shows them in order. Ranking keys (remaining time on the
+        fastest type) are fixed while a job waits.
+        """
+        st, n = view.status, view.n_jobs
+        for d in self._proposed:
+            if (st[d.job] == _QUEUED) if isinstance(d, Start) else \
+                    (self._n_preempt[d.job] <= d.before):
+                return False
+        k = self._next
+        while k < n and st[k] != _FUTURE:
+            k += 1
+        new = np.arange(self._next, k, dtype=np.int64)
+        self._next = k
+        q = view.queue
+        back = [j for j in self._away if st[j] == _QUEUED]
+        self._away = {j for j in self._away if st[j] == _GRACE}
+        if back:
+            head = np.asarray(q[: len(back)])
+            if set(head.tolist()) != set(back):
+                return False
+            keys = view.durations(head, remaining=True).min(axis=1)
+            for i in range(len(head) - 1, -1, -1):
+                self._front -= 1
+                groups.add(int(head[i]), keys[i], self._front)
+        if len(new):
+            keys = view.durations(new, remaining=True).min(axis=1)
+            for j, kk in zip(new.tolist(), keys.tolist()):
+                groups.add(j, kk, j)
+        return len(groups) == len(q)
+
+    def _decide_groups(self, view: View, groups: WaitingGroups) -> list[Decision]:
+        """Same decisions as :meth:`_decide_all` without ranking every job.
+
+        Waiting jobs are kept ranked in shape groups (:class:`WaitingGroups`). A
+        group is tried only if an upper bound on what its first job could find
+        free (free now plus every movable running job that ranks after it) has
+        room; running jobs that rank before the first waiting job worth trying
+        keep their place without being looked at, and a running job whose nodes
+        no planned start touched keeps its place without a check.
+        """
+        self._proposed = []
+        r = np.asarray(view.running)
+        st = np.asarray(view.status)
+        pinned = st[r] == _GRACE
+        limit = view.max_preemptions
+        if limit is not None:
+            pinned |= np.asarray(view.n_preempt)[r] >= limit
+        movable = r[~pinned]
+        rem = view.durations(movable, remaining=True).min(axis=1)
+        o = np.argsort(rem, kind="stable")
+        mv, rem = movable[o], rem[o]
+        live = np.flatnonzero(groups.count > 0)
+        heads = [groups.lists[g][0] for g in live.tolist()]
+        hkey = np.asarray([h[0] for h in heads], dtype=np.float64)
+        dev = np.asarray(view.device)[mv]
+        if len(mv) and (dev >= 0).all():
+            # per-type totals of free now + every movable job ranking after each head
+            use = groups.type_usage(mv, dev)
+            suffix = np.concatenate([np.cumsum(use[::-1], axis=0)[::-1], np.zeros((1,) + use.shape[1:])])
+            tot = groups.free_totals(view.free_gpus, view.free_cpus, view.free_mem)
+            plan = tot[None] + suffix[np.searchsorted(rem, hkey, side="right")]
+            ok = groups.bound_rows(live, plan[:, 0], plan[:, 1], plan[:, 2]) >= 1
+            if ok.any():
+                # once a start is planned, running jobs it displaces free their resources
+                # for the jobs after it: bound those by all movable jobs ranking after the
+                # earliest possible start
+                after = tot + suffix[np.searchsorted(rem, hkey[ok].min(), side="right")]
+                ok |= (hkey >= hkey[ok].min()) & (
+                    groups.bound_rows(live, after[0], after[1], after[2]) >= 1)
+        elif len(mv):
+            ok = np.ones(len(live), dtype=bool)  # a mixed placement: no bound, try them all
+        else:
+            tot = groups.free_totals(view.free_gpus, view.free_cpus, view.free_mem)
+            ok = groups.bound_rows(live, tot[0], tot[1], tot[2]) >= 1
+        if not ok.any():
+            return []  # no waiting job could start even in the best case: all keep running
+        heap = [heads[i] + (int(live[i]), 0) for i in np.flatnonzero(ok).tolist()]
+        heapq.heapify(heap)
+        i = int(np.searchsorted(rem, heap[0][0], side="right"))  # mv[:i] rank before every try
+        cap = view.capacity()
+        bulk_alloc(view, cap, mv[i:], -1)
+        dirty = np.zeros(len(view.node_device), dtype=bool)
+        wnode, wgpu = view.worker_node, view.worker_gpu
+        keep = set(mv[:i].tolist())
+        starts: list[int] = []
+        pending: list[np.ndarray] = []
+
+        def flush() -> None:
+            if pending:
+                bulk_alloc(view, cap, np.concatenate(pending), 1)
+                pending.clear()
+
+        def settle(lo: int, hi: int, take: bool) -> None:
+            """Running jobs mv[lo:hi], in rank order: keep each whose placement is free."""
+            blk = mv[lo:hi]
+            nodes = np.asarray(wnode[blk])
+            hit = np.where(nodes >= 0, dirty[nodes], False).any(axis=1)
+            start = 0
+            for k in np.flatnonzero(hit).tolist() + [len(blk)]:
+                clean = blk[start:k]  # no planned start touched their nodes: free
+                keep.update(clean.tolist())
+                if take and len(clean):
+                    pending.append(clean)
+                if k < len(blk):
+                    j = int(blk[k])
+                    w = int(view.workers[j])
+                    flush()
+                    nd, gp = np.asarray(wnode[j, :w]), np.asarray(wgpu[j, :w])
+                    if _free_in(cap, view, j, nd, gp):
+                        keep.add(j)
+                        cap.take(j, nd, gp)
+                start = k + 1
+
+        table = self._table
+        # Shapes (workers, cores, memory) that found no room on a device type: capacity
+        # only shrinks during the walk, so a job needing at least as much of each fails
+        # there too (its placement is not attempted).
+        failed: dict[int, list[tuple[float, float, float]]] = {}
+        n_mv = len(mv)
+        while heap:
+            key, _, j, g, pos = heap[0]
+            if i < n_mv and rem[i] <= key:
+                hi = int(np.searchsorted(rem, key, side="right"))
+                settle(i, hi, True)
+                i = hi
+            heapq.heappop(heap)
+            w, m = float(groups.w[g]), float(groups.m[g])
+            for k, d in enumerate(table[j].tolist()):
+                if d < 0:
+                    break
+                shape = (w, float(groups.cpus[g, k]), m)
+                if any(shape[0] >= f[0] and shape[1] >= f[1] and shape[2] >= f[2]
+                       for f in failed.get(d, ())):
+                    continue
+                flush()
+                pl = cap.place(j, d)
+                if pl is not None:
+                    starts.append(j)
+                    dirty[pl.nodes] = True
+                    lst = groups.lists[g]
+                    if pos + 1 < len(lst):
+                        heapq.heappush(heap, lst[pos + 1] + (g, pos + 1))
+                    break
+                failed[d] = [f for f in failed.get(d, [])
+                             if not (f[0] >= shape[0] and f[1] >= shape[1] and f[2] >= shape[2])]
+                failed[d].append(shape)
+        if i < len(mv):
+            settle(i, len(mv), False)
+        out = self._carry_out(view, movable, keep, starts)
+        for d in out:
+            if isinstance(d, Start):
+                groups.remove(d.job)
+                self._proposed.append(d)
+            else:
+                self._away.add(d.job)
+                self._proposed.append(_Preempted(d.job, int(self._n_preempt[d.job])))
+        return out
+
+
+@dataclass(frozen=True)
+class _Preempted:
+    """A preemption SRPT proposed, with the job's preemption count before it."""
+
+    job: int
+    before: int
 
 
 def _free_in(plan, view: View, job: int, nodes: np.ndarray, gpus: np.ndarray) -> bool:

@@ -13,7 +13,7 @@ from typing import Literal
 
 import numpy as np
 
-from baselines.allox_parts import DominantShare, PooledShare, ShareModel, slots_per_device
+from baselines.allox_parts import DominantShare, PooledShare, ShareModel, may_fit, slots_per_device
 from baselines.parts import (
     ArrivalOrder,
     DeviceChoice,
@@ -29,11 +29,12 @@ __all__ = ["DRFScheduler", "DRFF", "DRFS", "DRFA", "EqualShare"]
 
 
 def _per_user(view: View, jobs: np.ndarray) -> dict[int, list[int]]:
+    """Each user's jobs among ``jobs``, in their order there."""
+    jobs = np.asarray(jobs, dtype=np.int64)
     users = np.asarray(view.user)[jobs]
-    out: dict[int, list[int]] = {}
-    for j, u in zip(jobs.tolist(), users.tolist()):
-        out.setdefault(int(u), []).append(int(j))
-    return out
+    o = np.argsort(users, kind="stable")
+    us, first = np.unique(users[o], return_index=True)
+    return {int(u): part.tolist() for u, part in zip(us.tolist(), np.split(jobs[o], first[1:]))}
 
 
 @dataclass
@@ -227,14 +228,23 @@ class EqualShare:
         left = np.ones(len(arr), dtype=bool)
         out: list[Start] = []
         w = np.asarray(view.workers)[arr]
+        quota = self.quota
+        # a job that surely does not fit is used up without a placement attempt
+        may = may_fit(view, cap, arr, slots_per_device(view, free=True, cap=cap))
         for d in order.tolist():
-            while used[u, d] < self.quota[u, d]:
-                room = (used[u, d] + w <= self.quota[u, d]) | (used[u, d] == 0)
-                ok = left & np.isfinite(dur[:, d]) & room
-                if not ok.any():
+            if used[u, d] >= quota[u, d]:
+                continue
+            # shortest first (first index on ties, as argmin); a job without room now has
+            # none later in this pass (the user's use only grows), so one walk suffices
+            fin = np.flatnonzero(np.isfinite(dur[:, d]))
+            for k in fin[np.argsort(dur[fin, d], kind="stable")].tolist():
+                if used[u, d] >= quota[u, d]:
                     break
-                k = int(np.flatnonzero(ok)[np.argmin(dur[ok, d])])
+                if not left[k] or not (used[u, d] + w[k] <= quota[u, d] or used[u, d] == 0):
+                    continue
                 left[k] = False
+                if not may[k, d]:
+                    continue
                 pl = cap.place(int(arr[k]), d)
                 if pl is not None:
                     out.append(Start(int(arr[k]), d, pl))

@@ -60,6 +60,7 @@ tested in tests/baselines/test_fitgpp*.py):
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, NamedTuple, Protocol
 
@@ -94,13 +95,6 @@ EPS = 1e-9
 _QUEUED = int(JobStatus.QUEUED)
 _RUNNING = int(JobStatus.RUNNING)
 _GRACE = int(JobStatus.GRACE)
-
-
-def _candidates(devices: DeviceChoice, view: View, job: int) -> list[int]:
-    """Device preference of ``job``; FastestFirst read from ``view.pref`` when offered."""
-    if isinstance(devices, FastestFirst) and hasattr(view, "pref"):
-        return [int(d) for d in view.pref[job] if d >= 0]
-    return devices.candidates(view, job)
 
 
 # --------------------------------------------------------------------- placement
@@ -141,19 +135,7 @@ class PackPlacement:
     def one_node(self, view: View, job: int, dev: int) -> bool:
         """Whether ``job`` must sit on one node of ``dev``: ``single_node`` and some node
         of that type, all free, could hold its whole gang."""
-        if not self.single_node:
-            return False
-        w = int(view.workers[job])
-        ok = np.asarray(view.node_device) == dev
-        if not view.dev_is_cpu[dev]:
-            ok &= np.asarray(view.node_gpus) >= w
-        c = float(view.cpus_need[job, dev])
-        if c > 0:
-            ok &= np.asarray(view.node_cpus) / c + EPS >= w
-        m = float(view.mem[job])
-        if m > 0:
-            ok &= np.asarray(view.node_mem) / m + EPS >= w
-        return bool(ok.any())
+        return self.single_node and bool(_one_node_table(view)[job, dev])
 
     def fits(self, view: View, cap: CapacityModel, job: int, dev: int) -> bool:
         """Whether ``job`` fits on ``dev`` in ``cap`` (on one node if :meth:`one_node`)."""
@@ -168,6 +150,36 @@ class PackPlacement:
         if self.one_node(view, job, dev) and not self.fits(view, cap, job, dev):
             return None
         return cap.place(job, dev)
+
+
+def _one_node_table(view: View) -> np.ndarray:
+    """bool[J, C]: some node of type ``c``, all free, holds job ``j``'s whole gang
+    (same rounding as the placement kernel); computed once per view."""
+    out = _ONE_NODE.get(view)
+    if out is None:
+        w = np.asarray(view.workers, dtype=np.float64)[:, None]
+        nd = np.asarray(view.node_device)
+        out = np.zeros((view.n_jobs, len(view.devices)), dtype=bool)
+        for d in range(len(view.devices)):
+            on = nd == d
+            if not on.any():
+                continue
+            ok = np.ones((view.n_jobs, int(on.sum())), dtype=bool)
+            if not view.dev_is_cpu[d]:
+                ok &= np.asarray(view.node_gpus)[on][None, :] >= w
+            c = np.asarray(view.cpus_need)[:, d][:, None]
+            m = np.asarray(view.mem)[:, None]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ok &= (c <= 0) | (np.asarray(view.node_cpus)[on][None, :] / np.where(c > 0, c, 1.0)
+                                  + EPS >= w)
+                ok &= (m <= 0) | (np.asarray(view.node_mem)[on][None, :] / np.where(m > 0, m, 1.0)
+                                  + EPS >= w)
+            out[:, d] = ok.any(axis=1)
+        _ONE_NODE[view] = out
+    return out
+
+
+_ONE_NODE: "weakref.WeakKeyDictionary[object, np.ndarray]" = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -195,7 +207,7 @@ class PlacedAdmission:
         cap = cap if cap is not None else view.capacity(self.placement.policy(view))
         out: list[Start] = []
         for j in jobs:
-            for d in _candidates(devices, view, j):
+            for d in devices.candidates(view, j):
                 pl = self.placement.place(view, cap, j, d)
                 if pl is not None:
                     out.append(Start(j, d, pl))
@@ -521,7 +533,7 @@ class PreemptiveFIFO:
         chosen: set[int] = set()
         waiting = False
         for t in te:
-            devs = _candidates(self.devices, view, t)
+            devs = self.devices.candidates(view, t)
             st = self._start_now(view, now, after, t, devs)
             if st is not None:
                 out.append(st)

@@ -14,6 +14,9 @@ which scheduler it serves.
 
 from __future__ import annotations
 
+import bisect
+import heapq
+import weakref
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -31,6 +34,9 @@ __all__ = [
     "FastestOnly",
     "GreedyAdmission",
     "can_hold",
+    "preference",
+    "WaitingGroups",
+    "bulk_alloc",
 ]
 
 
@@ -73,18 +79,52 @@ class DeviceChoice(Protocol):
         """Device indices in order of preference."""
 
 
+def preference(view: View) -> np.ndarray:
+    """``(J, C)`` device indices per job, fastest first, -1 padded: ``view.pref``.
+
+    A type is listed where the job has throughput and the nodes of that type could
+    hold its gang (``view.holdable``, the simulator's one rule). A duck-typed view
+    without ``pref`` (the test suite's reference simulator) gets the same table
+    derived from its ``durations`` (inf exactly where the job cannot run), computed
+    once per view.
+    """
+    pref = getattr(view, "pref", None)
+    if pref is not None:
+        return pref
+    cached = _PREF.get(view)
+    if cached is None:
+        dur = np.asarray(view.durations(np.arange(view.n_jobs)))
+        t = np.where(np.isfinite(dur), np.asarray(view.tput), 0.0)
+        order = np.argsort(-t, axis=1, kind="stable")
+        ok = np.take_along_axis(t, order, axis=1) > 0
+        cached = np.where(ok, order, -1).astype(np.int64)
+        _PREF[view] = cached
+    return cached
+
+
+_PREF: "weakref.WeakKeyDictionary[object, np.ndarray]" = weakref.WeakKeyDictionary()
+
+
 @dataclass(frozen=True)
 class FastestFirst:
-    """Every device type the job can run on, fastest (highest rate) first."""
+    """Every device type that could hold the job, fastest (highest rate) first
+    (a row of :func:`preference`)."""
 
     def candidates(self, view: View, job: int) -> list[int]:
-        t = view.tput[job]
-        order = np.argsort(-t, kind="stable")
-        return [int(c) for c in order if t[c] > 0]
+        return [int(d) for d in preference(view)[job] if d >= 0]
+
+    def table(self, view: View) -> np.ndarray:
+        """``(J, k)`` candidates of every job, -1 padded (for :meth:`View.admit`)."""
+        return preference(view)
 
 
 def can_hold(view: View, job: int, dev: int) -> bool:
-    """Whether the nodes of type ``dev``, all free, could hold the job's whole gang."""
+    """Whether the nodes of type ``dev``, all free, could hold the job's whole gang.
+
+    No baseline uses this: they read ``view.holdable`` (through :func:`preference`).
+    It stays only because ``tests/reference_sim.py`` imports it as its independent
+    copy of the rule; it belongs there.
+    """
     nodes = np.asarray(view.node_device) == dev
     if not nodes.any():
         return False
@@ -105,11 +145,18 @@ class FastestOnly:
     """Only the job's fastest device type that can ever hold its gang (it waits for it)."""
 
     def candidates(self, view: View, job: int) -> list[int]:
-        t = view.tput[job]
-        for c in np.argsort(-t, kind="stable").tolist():
-            if t[c] > 0 and can_hold(view, job, c):
-                return [int(c)]
-        return []
+        d = int(preference(view)[job, 0])
+        return [d] if d >= 0 else []
+
+    def table(self, view: View) -> np.ndarray:
+        """``(J, 1)`` candidate of every job, -1 where none (for :meth:`View.admit`)."""
+        cached = _FIRST.get(view)
+        if cached is None:
+            cached = _FIRST[view] = np.ascontiguousarray(preference(view)[:, :1])
+        return cached
+
+
+_FIRST: "weakref.WeakKeyDictionary[object, np.ndarray]" = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -126,9 +173,9 @@ class GreedyAdmission:
     def admit(self, view: View, jobs: np.ndarray, devices: DeviceChoice,
               cap: CapacityModel | None = None) -> list[Start]:
         """Starts for the ordered ``jobs`` on ``cap`` (default: a fresh scratch copy)."""
-        if isinstance(devices, FastestFirst) and isinstance(view, View):
-            # the common case runs in one Numba kernel (same rule as the loop below)
-            return view.admit(jobs, self.blocking, cap=cap)
+        if isinstance(devices, (FastestFirst, FastestOnly)) and isinstance(view, View):
+            # the common cases run in one Numba kernel (same rule as the loop below)
+            return view.admit(jobs, self.blocking, pref=devices.table(view), cap=cap)
         cap = cap if cap is not None else view.capacity()
         out: list[Start] = []
         for j in jobs.tolist():
@@ -142,3 +189,217 @@ class GreedyAdmission:
             if not placed and self.blocking:
                 break
         return out
+
+
+class WaitingGroups:
+    """The waiting jobs, grouped by *shape*, each group sorted by ``(key, tie)``.
+
+    A job's shape is everything that decides whether it fits on a given free
+    capacity: its gang size, memory per worker, candidate device types in order
+    (a row of ``table``) and its cores per worker on each. Jobs of one shape fit,
+    or do not, alike; and while a decision point plans its starts, capacity only
+    shrinks. So a greedy walk over the waiting jobs in ``(key, tie)`` order that
+    skips (or, blocking, stops at) jobs that do not fit never needs to look past
+    the first ``L`` jobs of a group, ``L`` being an upper bound on how many jobs of
+    that shape the free capacity can take (:meth:`bounds`): the walk costs what it
+    starts plus one job per group, not the length of the queue.
+
+    The groups are kept up to date by the scheduler that owns them (:meth:`add`,
+    :meth:`remove`); ``len`` lets it check them against ``view.queue``.
+
+    Args:
+        view: The simulator's view (static job and node arrays are read once).
+        table: ``(J, k)`` candidate device types of every job, -1 padded.
+    """
+
+    def __init__(self, view: View, table: np.ndarray) -> None:
+        tab = np.asarray(table, dtype=np.int64)
+        cpus = np.where(tab >= 0, np.take_along_axis(np.asarray(view.cpus_need),
+                                                     np.maximum(tab, 0), axis=1), 0.0)
+        rows = np.column_stack([np.asarray(view.workers, dtype=np.float64),
+                                np.asarray(view.mem, dtype=np.float64), tab.astype(np.float64), cpus])
+        uniq, first, gid = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+        self.gid = gid.reshape(-1).astype(np.int64)
+        self.w = np.asarray(view.workers, dtype=np.int64)[first]
+        self.m = np.asarray(view.mem, dtype=np.float64)[first]
+        self.dev = tab[first]
+        self.cpus = cpus[first]
+        self.lists: list[list[tuple[float, int, int]]] = [[] for _ in range(len(first))]
+        self.count = np.zeros(len(first), dtype=np.int64)
+        self.entry: dict[int, tuple[float, int, int]] = {}
+        self._workers = np.asarray(view.workers, dtype=np.int64)
+        self._cpus_need = np.asarray(view.cpus_need, dtype=np.float64)
+        self._mem = np.asarray(view.mem, dtype=np.float64)
+        nd = np.asarray(view.node_device, dtype=np.int64)
+        self._node_dev = nd
+        self._n_dev = len(view.devices)
+        self._is_cpu = np.asarray(view.dev_is_cpu, dtype=bool)
+        self._on = np.stack([nd == d for d in range(self._n_dev)]) if len(nd) else \
+            np.zeros((self._n_dev, 0), dtype=bool)
+        # per group and candidate, what bound_rows needs; counts are rounded with a
+        # tolerance above the placement kernel's (1e-6 per node of the type, and 1e-6 on
+        # "one worker's cores / memory fit on the best node")
+        self._d = np.maximum(self.dev, 0)
+        self._valid = self.dev >= 0
+        self._has_c = self.cpus > 0
+        self._has_m = np.broadcast_to((self.m > 0)[:, None], self.cpus.shape)
+        self._inv_c = 1.0 / np.where(self._has_c, self.cpus, 1.0)
+        self._inv_m = 1.0 / np.where(self._has_m, self.m[:, None], 1.0)
+        self._wf = self.w.astype(np.float64)[:, None]
+        self._cpu_col = self._is_cpu[self._d]
+        self._tol = 1e-6 * (1.0 + self._on.sum(axis=1)[self._d])
+
+    def __len__(self) -> int:
+        return len(self.entry)
+
+    def __contains__(self, job: int) -> bool:
+        return job in self.entry
+
+    def add(self, job: int, key: float, tie: int) -> None:
+        """A job starts waiting; it sorts by ``(key, tie)`` within its group."""
+        e = (float(key), int(tie), int(job))
+        g = int(self.gid[job])
+        bisect.insort(self.lists[g], e)
+        self.count[g] += 1
+        self.entry[int(job)] = e
+
+    def remove(self, job: int) -> None:
+        """A job stops waiting (started)."""
+        e = self.entry.pop(int(job))
+        g = int(self.gid[job])
+        lst = self.lists[g]
+        del lst[bisect.bisect_left(lst, e)]
+        self.count[g] -= 1
+
+    def clear(self) -> None:
+        """Forget every waiting job."""
+        for lst in self.lists:
+            lst.clear()
+        self.count[:] = 0
+        self.entry.clear()
+
+    def bounds(self, free_gpus: np.ndarray, free_cpus: np.ndarray, free_mem: np.ndarray
+               ) -> np.ndarray:
+        """float64[G], an upper bound on how many jobs of each group fit on this free
+        capacity (0: none does; ``inf``: no bound). Only non-empty groups are bounded;
+        empty ones get 0.
+
+        From per-type summaries (free GPUs, cores and memory in total, most cores and
+        memory on one node) with a tolerance above the simulator's rounding, so it
+        never says 0 where the placement kernel would find room.
+        """
+        out = np.zeros(len(self.count))
+        live = np.flatnonzero(self.count > 0)
+        if len(live) == 0 or self._on.shape[1] == 0:
+            return out
+        fg = np.asarray(free_gpus, dtype=np.float64)
+        fc = np.asarray(free_cpus, dtype=np.float64)
+        fm = np.asarray(free_mem, dtype=np.float64)
+        on = self._on
+        out[live] = self.bound_rows(live, on @ fg, on @ fc, on @ fm,
+                                    np.where(on, fc, -np.inf).max(axis=1),
+                                    np.where(on, fm, -np.inf).max(axis=1))
+        return out
+
+    def type_usage(self, jobs: np.ndarray, dev: np.ndarray) -> np.ndarray:
+        """float64[len(jobs), 3, C]: GPUs, cores and memory that each job, running with
+        all its workers on device type ``dev[i]``, holds on that type."""
+        jobs = np.asarray(jobs, dtype=np.int64)
+        dev = np.asarray(dev, dtype=np.int64)
+        out = np.zeros((len(jobs), 3, self._n_dev))
+        if len(jobs):
+            w = self._workers[jobs].astype(np.float64)
+            i = np.arange(len(jobs))
+            out[i, 0, dev] = np.where(self._is_cpu[dev], 0.0, w)
+            out[i, 1, dev] = w * self._cpus_need[jobs, dev]
+            out[i, 2, dev] = w * self._mem[jobs]
+        return out
+
+    def free_totals(self, free_gpus: np.ndarray, free_cpus: np.ndarray, free_mem: np.ndarray
+                    ) -> np.ndarray:
+        """float64[3, C]: free GPUs, cores and memory per device type."""
+        on = self._on
+        return np.stack([on @ np.asarray(free_gpus, dtype=np.float64),
+                         on @ np.asarray(free_cpus, dtype=np.float64),
+                         on @ np.asarray(free_mem, dtype=np.float64)])
+
+    def bound_rows(self, groups: np.ndarray, tot_g: np.ndarray, tot_c: np.ndarray,
+                   tot_m: np.ndarray, max_c: np.ndarray | None = None,
+                   max_m: np.ndarray | None = None) -> np.ndarray:
+        """Upper bound on the jobs of each of ``groups`` that fit on free capacity given by
+        per-type totals (``(C,)``, or ``(len(groups), C)``: one capacity per group) and,
+        optionally, the most cores and memory free on one node of each type."""
+        g = np.asarray(groups, dtype=np.int64)
+        d = self._d[g]
+
+        def at(x: np.ndarray) -> np.ndarray:
+            x = np.asarray(x, dtype=np.float64)
+            return x[d] if x.ndim == 1 else x[np.arange(len(g))[:, None], d]
+
+        inv_c, inv_m, has_c, has_m = self._inv_c[g], self._inv_m[g], self._has_c[g], self._has_m[g]
+        slots = np.minimum(np.where(has_c, at(tot_c) * inv_c, np.inf),
+                           np.where(has_m, at(tot_m) * inv_m, np.inf))
+        slots = np.where(self._cpu_col[g], slots, np.minimum(slots, at(tot_g)))
+        if max_c is not None:
+            room = (~has_c | (at(max_c) * inv_c + 1e-6 >= 1.0)) & \
+                   (~has_m | (at(max_m) * inv_m + 1e-6 >= 1.0))
+            slots = np.where(room, slots, 0.0)
+        jobs = np.where(self._valid[g], np.floor(np.floor(slots + self._tol[g]) / self._wf[g]), 0.0)
+        return jobs.sum(axis=1)
+
+    def candidates(self, bound: np.ndarray, blocking: bool) -> np.ndarray:
+        """The waiting jobs a greedy walk in ``(key, tie)`` order could start, in that order.
+
+        Non-blocking: the first ``bound[g]`` jobs of every group. Blocking: the walk's
+        prefix up to and including the first job that surely does not fit (its group
+        has had ``bound[g]`` jobs before it).
+        """
+        if not blocking:
+            picked: list[tuple[float, int, int]] = []
+            for g in np.flatnonzero(bound >= 1).tolist():
+                lst = self.lists[g]
+                b = bound[g]
+                picked.extend(lst if b >= len(lst) else lst[: int(b)])
+            picked.sort()
+            return np.fromiter((e[2] for e in picked), dtype=np.int64, count=len(picked))
+        out: list[int] = []
+        used = np.zeros(len(self.count), dtype=np.int64)
+        for e in heapq.merge(*[lst for lst in self.lists if lst]):
+            j = e[2]
+            out.append(j)
+            g = self.gid[j]
+            if used[g] >= bound[g]:
+                break
+            used[g] += 1
+        return np.asarray(out, dtype=np.int64)
+
+
+def bulk_alloc(view: View, cap: CapacityModel, jobs: np.ndarray, sign: int) -> None:
+    """Take (``sign=+1``) or give back (``-1``) in ``cap`` what running ``jobs`` hold.
+
+    The same floating-point operations, in the same order (job by job, worker by
+    worker), as ``cap.take`` / ``cap.give`` one job at a time, in a few NumPy calls
+    on the scratch copy's arrays. (Stand-in for a batch ``CapacityModel`` method.)
+    """
+    jobs = np.asarray(jobs, dtype=np.int64)
+    if len(jobs) == 0:
+        return
+    w = np.asarray(view.workers)[jobs]
+    nodes = np.asarray(view.worker_node)[jobs]
+    mask = np.arange(nodes.shape[1])[None, :] < w[:, None]
+    n = nodes[mask]
+    g = np.asarray(view.worker_gpu)[jobs][mask]
+    jj = np.repeat(jobs, w)
+    c = np.asarray(view.cpus_need)[jj, np.asarray(view.node_device)[n]]
+    m = np.asarray(view.mem)[jj]
+    gm = g >= 0
+    if sign > 0:
+        np.subtract.at(cap.free_cpus, n, c)
+        np.subtract.at(cap.free_mem, n, m)
+        np.subtract.at(cap.free_gpus, n[gm], 1)
+        cap.gpu_owner[n[gm], g[gm]] = jj[gm]
+    else:
+        np.add.at(cap.free_cpus, n, c)
+        np.add.at(cap.free_mem, n, m)
+        np.add.at(cap.free_gpus, n[gm], 1)
+        cap.gpu_owner[n[gm], g[gm]] = -1
