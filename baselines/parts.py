@@ -384,6 +384,9 @@ def bulk_alloc(view: View, cap: CapacityModel, jobs: np.ndarray, sign: int) -> N
     jobs = np.asarray(jobs, dtype=np.int64)
     if len(jobs) == 0:
         return
+    if hasattr(cap, "take_many"):  # the simulator's scratch copy keeps its per-type summary
+        (cap.take_many if sign > 0 else cap.give_many)(jobs)
+        return
     w = np.asarray(view.workers)[jobs]
     nodes = np.asarray(view.worker_node)[jobs]
     mask = np.arange(nodes.shape[1])[None, :] < w[:, None]

@@ -74,8 +74,6 @@ def _run(kind: str, name: str, n_jobs: int, load: float, conn) -> None:
             tiny = scale_scenario(40, load)
             sc = scale_scenario(n_jobs, load)
         else:
-            import baselines.fitgpp_scenarios  # noqa: F401  (registers fitgpp-lab)
-
             tiny = hetgym.scenarios.get("fitgpp-lab", n_jobs=64)
             sc = hetgym.scenarios.get("fitgpp-lab", n_jobs=n_jobs)
         hetgym.simulate(tiny, baselines.make(name))

@@ -281,6 +281,17 @@ def alloc_nb(job, w, wnodes, wgpus, sign, cpus_row, mem, nodes, ns):
 
 
 @njit(cache=True)
+def alloc_jobs_nb(idx, sign, jobs, nodes, js, ns):
+    """:func:`alloc_nb` for the current placements of the jobs ``idx``, one after another
+    (the same floating-point operations, in the same order, as one call per job)."""
+    for i in range(idx.shape[0]):
+        j = idx[i]
+        w = jobs.workers[j]
+        alloc_nb(j, w, js.worker_node[j, :w], js.worker_gpu[j, :w], sign, jobs.cpus_need[j],
+                 jobs.mem[j], nodes, ns)
+
+
+@njit(cache=True)
 def rate_nb(w, wnodes, wgpus, tput_row, comm, nodes, opts):
     """Rate (iterations/s) of a job on a placement.
 

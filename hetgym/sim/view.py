@@ -96,6 +96,18 @@ class CapacityModel:
         K.alloc_nb(job, w, sim.js.worker_node[job, :w], sim.js.worker_gpu[job, :w], -1,
                    sim.jobs.cpus_need[job], sim.jobs.mem[job], sim.nodes, self.ns)
 
+    def give_many(self, jobs: np.ndarray) -> None:
+        """:meth:`give` for every running job in ``jobs``, in order (one kernel call)."""
+        sim = self._sim
+        K.alloc_jobs_nb(np.ascontiguousarray(jobs, dtype=np.int64), -1, sim.jobs, sim.nodes,
+                        sim.js, self.ns)
+
+    def take_many(self, jobs: np.ndarray) -> None:
+        """Take in this copy what the running ``jobs`` hold now (their current placements)."""
+        sim = self._sim
+        K.alloc_jobs_nb(np.ascontiguousarray(jobs, dtype=np.int64), 1, sim.jobs, sim.nodes,
+                        sim.js, self.ns)
+
     def copy(self) -> "CapacityModel":
         """An independent copy of this scratch state."""
         out = CapacityModel.__new__(CapacityModel)
