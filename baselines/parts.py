@@ -218,7 +218,7 @@ class WaitingGroups:
                                                      np.maximum(tab, 0), axis=1), 0.0)
         rows = np.column_stack([np.asarray(view.workers, dtype=np.float64),
                                 np.asarray(view.mem, dtype=np.float64), tab.astype(np.float64), cpus])
-        uniq, first, gid = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+        _, first, gid = np.unique(rows, axis=0, return_index=True, return_inverse=True)
         self.gid = gid.reshape(-1).astype(np.int64)
         self.w = np.asarray(view.workers, dtype=np.int64)[first]
         self.m = np.asarray(view.mem, dtype=np.float64)[first]
@@ -231,7 +231,6 @@ class WaitingGroups:
         self._cpus_need = np.asarray(view.cpus_need, dtype=np.float64)
         self._mem = np.asarray(view.mem, dtype=np.float64)
         nd = np.asarray(view.node_device, dtype=np.int64)
-        self._node_dev = nd
         self._n_dev = len(view.devices)
         self._is_cpu = np.asarray(view.dev_is_cpu, dtype=bool)
         self._on = np.stack([nd == d for d in range(self._n_dev)]) if len(nd) else \
@@ -252,9 +251,6 @@ class WaitingGroups:
     def __len__(self) -> int:
         return len(self.entry)
 
-    def __contains__(self, job: int) -> bool:
-        return job in self.entry
-
     def add(self, job: int, key: float, tie: int) -> None:
         """A job starts waiting; it sorts by ``(key, tie)`` within its group."""
         e = (float(key), int(tie), int(job))
@@ -270,13 +266,6 @@ class WaitingGroups:
         lst = self.lists[g]
         del lst[bisect.bisect_left(lst, e)]
         self.count[g] -= 1
-
-    def clear(self) -> None:
-        """Forget every waiting job."""
-        for lst in self.lists:
-            lst.clear()
-        self.count[:] = 0
-        self.entry.clear()
 
     def bounds(self, free_gpus: np.ndarray, free_cpus: np.ndarray, free_mem: np.ndarray
                ) -> np.ndarray:
