@@ -502,11 +502,18 @@ class PreemptiveFIFO:
                 continue
             cn = float(view.cpus_need[job, d])
             m = float(view.mem[job])
+            free_dev = getattr(now, "free_dev", None)  # the per-type summary, kept in step
             for n, g in zip(pl.nodes.tolist(), pl.gpus.tolist()):
+                dn = int(view.node_device[n])
                 if g >= 0 and now.gpu_owner[n, g] < 0:
                     now.gpu_owner[n, g] = job
                     now.free_gpus[n] -= 1
-                now.free_cpus[n] -= min(cn, max(now.free_cpus[n], 0.0))
+                    if free_dev is not None:
+                        free_dev[dn] -= 1
+                took = min(cn, max(now.free_cpus[n], 0.0))
+                now.free_cpus[n] -= took
+                if free_dev is not None and view.dev_is_cpu[dn]:
+                    free_dev[dn] -= took
                 now.free_mem[n] -= min(m, max(now.free_mem[n], 0.0))
             return True
         return False

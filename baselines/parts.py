@@ -33,7 +33,6 @@ __all__ = [
     "FastestFirst",
     "FastestOnly",
     "GreedyAdmission",
-    "can_hold",
     "preference",
     "WaitingGroups",
     "bulk_alloc",
@@ -116,28 +115,6 @@ class FastestFirst:
     def table(self, view: View) -> np.ndarray:
         """``(J, k)`` candidates of every job, -1 padded (for :meth:`View.admit`)."""
         return preference(view)
-
-
-def can_hold(view: View, job: int, dev: int) -> bool:
-    """Whether the nodes of type ``dev``, all free, could hold the job's whole gang.
-
-    No baseline uses this: they read ``view.holdable`` (through :func:`preference`).
-    It stays only because ``tests/reference_sim.py`` imports it as its independent
-    copy of the rule; it belongs there.
-    """
-    nodes = np.asarray(view.node_device) == dev
-    if not nodes.any():
-        return False
-    per = np.full(int(nodes.sum()), 1 << 30, dtype=np.int64)
-    if not view.dev_is_cpu[dev]:
-        per = np.minimum(per, np.asarray(view.node_gpus)[nodes])
-    c = float(view.cpus_need[job, dev])
-    m = float(view.mem[job])
-    if c > 0:
-        per = np.minimum(per, np.floor(np.asarray(view.node_cpus)[nodes] / c + 1e-9).astype(np.int64))
-    if m > 0:
-        per = np.minimum(per, np.floor(np.asarray(view.node_mem)[nodes] / m + 1e-9).astype(np.int64))
-    return int(per.sum()) >= int(view.workers[job])
 
 
 @dataclass(frozen=True)
