@@ -1,0 +1,60 @@
+"""The env publishes its observation layout, and one EpisodeWindows owns episode windows."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import hetgym
+from hetgym.episodes import EpisodeWindows
+
+
+@pytest.mark.parametrize("preemption", [False, True])
+def test_obs_layout_describes_every_entry(preemption):
+    env = gym.make("HetCluster-v0", preemption=preemption).unwrapped
+    lay = env.obs_layout
+    assert [f.index for f in lay] == list(range(env.observation_space.shape[0]))
+    obs, _ = env.reset(seed=1)
+    k = env.window
+    job0 = [f for f in lay if f.block == "job" and f.slot == 0]
+    assert [f.name for f in job0][:6] == ["present", "wait", "best_duration", "workers",
+                                          "te_class", "deadline_slack"]
+    assert [f.name for f in job0][6:] == [f"duration_{d}" for d in env.devices]
+    present = [f.index for f in lay if f.block == "job" and f.name == "present"]
+    assert obs[present].sum() == min(k, env.sim.n_queue)
+    g = {f.name: f.index for f in lay if f.block == "global"}
+    assert obs[g["done"]] == pytest.approx(env.sim.n_done / env.sim.n_jobs)
+    run = [f for f in lay if f.block == "running"]
+    assert len(run) == (4 * env.run_window if preemption else 0)
+
+
+def test_agents_time_features_come_from_the_layout():
+    from agents.envtools import time_feature_index
+
+    env = gym.make("HetCluster-v0", preemption=True).unwrapped
+    idx = time_feature_index(env.window, env.n_dev, env.run_window)
+    names = {(f.block, f.name) for f in env.obs_layout if f.index in set(idx.tolist())}
+    assert names == {("job", "wait"), ("job", "best_duration"), ("running", "remaining_time")} | {
+        ("job", f"duration_{d}") for d in env.devices}
+
+
+def test_episode_windows_are_the_env_resets():
+    sc = hetgym.scenarios.get("hetero-small", n_jobs=100)
+    env = gym.make("HetCluster-v0", scenario=sc, n_jobs=10).unwrapped
+    for seed in (0, 5, 9):
+        rows = env.windows.rows_for_seed(seed)
+        env.reset(seed=seed)
+        np.testing.assert_array_equal(env.sim.rows, rows)
+        wsc = EpisodeWindows.scenario(sc, rows)
+        np.testing.assert_allclose(wsc.workload.frame["arrival"].to_numpy(), env.sim.jobs.arrival)
+    assert "EpisodeWindows(n_total=100, n_jobs=10)" in repr(env)
+
+
+def test_episode_windows_bounds_and_errors():
+    assert EpisodeWindows(5, None).whole and EpisodeWindows(5, 9).size == 5
+    assert EpisodeWindows(5, 9).draw(np.random.default_rng(0)) is None
+    rows = EpisodeWindows(50, 7).draw(np.random.default_rng(0))
+    assert len(rows) == 7 and np.all(np.diff(rows) == 1) and 0 <= rows[0] <= 43
+    with pytest.raises(ValueError, match="n_jobs"):
+        EpisodeWindows(5, 0)
