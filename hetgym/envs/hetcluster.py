@@ -15,6 +15,7 @@ from hetgym.envs.fused import EnvParams, EnvState, decide_point_nb, refresh_nb, 
 from hetgym.episodes import EpisodeWindows
 from hetgym.sim.dispatch import Binder
 from hetgym.sim.events import STEP_LOG_FULL
+from hetgym.sim.state import ACC_NOW, CTR_DONE, CTR_Q, CTR_RUN
 from hetgym.envs.reward import RewardTracker
 from hetgym.metrics import summarize
 from hetgym.sim.engine import InvariantError, Simulator
@@ -226,7 +227,7 @@ class HetClusterEnv(gym.Env):
         else:
             sim.preempt(int(self._rwin[a - self.n_start_actions]))
             self._advance_until_decision(force=False)
-        terminated = sim.finished
+        terminated = bool(sim.state.run.ctr[CTR_DONE] == sim.n_jobs)
         truncated = (not terminated) and (self.steps >= self.max_steps or self._stuck)
         terms = self.reward.terms(sim)
         if truncated:
@@ -237,7 +238,7 @@ class HetClusterEnv(gym.Env):
         info["invalid_action"] = invalid
         if terminated or truncated:
             info["episode_metrics"] = summarize(sim)
-        return self._obs.copy(), float(reward), bool(terminated), bool(truncated), info
+        return self._obs.copy(), reward, terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:
         """Feasible actions (bool, length ``action_space.n``) for MaskablePPO."""
@@ -266,6 +267,8 @@ class HetClusterEnv(gym.Env):
     # -------------------------------------------------------------- internals
     def _check_action(self, action: Any) -> int:
         """The action as an int, or a ValueError saying what was expected."""
+        if type(action) is int and 0 <= action < self.action_space.n:
+            return action
         a = action
         if isinstance(a, np.ndarray) and a.shape == ():
             a = a[()]
@@ -315,10 +318,11 @@ class HetClusterEnv(gym.Env):
         return f"action {a}: wait is not allowed now"
 
     def _info(self, terms: dict[str, float] | None) -> dict[str, Any]:
-        sim = self.sim
+        run = self.sim.state.run
+        ctr = run.ctr
         return {"action_mask": self._mask.copy(), "reward_terms": terms or {},
-                "time": sim.now, "queued": sim.n_queue, "running": sim.n_running,
-                "done": sim.n_done}
+                "time": float(run.acc[ACC_NOW]), "queued": int(ctr[CTR_Q]),
+                "running": int(ctr[CTR_RUN]), "done": int(ctr[CTR_DONE])}
 
     # ------------------------------------------------------------------ render
     def render(self) -> str | np.ndarray | None:

@@ -61,6 +61,7 @@ class RewardTracker:
         if unknown:
             raise ValueError(f"unknown reward term(s) {unknown}; expected some of {TERMS}")
         self.weights = dict(weights)
+        self._items = tuple(self.weights.items())
         self.scale = float(scale)
         self.rew = np.zeros(5) if rew is None else rew
         self._energy = 0.0
@@ -82,8 +83,9 @@ class RewardTracker:
         zeroes the per-step accumulators (the running sum in [4] is kept)."""
         e = sim.energy_j
         r = self.rew
-        out = {"jct": float(r[0]), "slowdown": float(r[1]), "makespan": float(r[2]),
-               "energy_cost": -(e - self._energy) * self._price, "tardiness": float(r[3])}
+        jct, slowdown, makespan, tardiness = r[:4].tolist()
+        out = {"jct": jct, "slowdown": slowdown, "makespan": makespan,
+               "energy_cost": -(e - self._energy) * self._price, "tardiness": tardiness}
         self._energy = e
         r[:4] = 0.0
         return out
@@ -104,7 +106,10 @@ class RewardTracker:
 
     def combine(self, terms: dict[str, float]) -> float:
         """Weighted sum of the terms."""
-        return float(sum(w * terms[k] for k, w in self.weights.items()))
+        total = 0.0
+        for k, w in self._items:
+            total += w * terms[k]
+        return total
 
 
 def continuation_ends(sim: "Simulator") -> tuple[np.ndarray, np.ndarray]:
