@@ -176,4 +176,6 @@ def start_and_decide_nb(job, dev, P, S, EP, ES):
     code = place_start_nb(job, dev, P, S)
     if code != 0:
         return 100 + code
-    return decide_point_nb(False, P, S, EP, ES)
+    # job < 0 is a run-time False: a constant would compile decide_point_nb again for a
+    # literal argument (see hetgym.sim.events)
+    return decide_point_nb(job < 0, P, S, EP, ES)

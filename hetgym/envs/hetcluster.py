@@ -290,7 +290,7 @@ class HetClusterEnv(gym.Env):
         assert sim is not None
         if sim.state is not self._bound_state:
             self._bind()
-        self._after_decide(self._decide(force, sim.params, sim.state, self._ep, self._es))
+        self._after_decide(self._decide(bool(force), sim.params, sim.state, self._ep, self._es))
 
     def _after_decide(self, code: int) -> None:
         sim = self.sim

@@ -106,7 +106,7 @@ class Simulator:
         if e is None:
             run = self.state.run
             lead = {"step_nb": (), "start_nb": (0, 1, run.out_node, run.out_gpu),
-                    "place_start_nb": (0, 0), "release_nb": (0, 1, 1)}[name]
+                    "place_start_nb": (0, 0), "suspend_nb": (0, True)}[name]
             e = self._entries[name] = self._binder.entry(getattr(E, name), *lead)
         return e
 
@@ -309,7 +309,7 @@ class Simulator:
         else:
             if self.ctr[CTR_SEG] + 1 > self.state.run.seg_i.shape[0]:
                 self.grow_segments()
-            self._kernel("release_nb")(job, 1, 1, self.params, self.state)
+            self._kernel("suspend_nb")(job, True, self.params, self.state)
 
     def grow_segments(self) -> None:
         """Double the segment log (called when a kernel reports it full)."""

@@ -8,6 +8,10 @@ one step function that both :func:`hetgym.simulate` and ``HetCluster-v0`` drive;
 a job's resources back; ``admit_nb`` is the greedy admission of FIFO-like
 baselines. They compose the small kernels of :mod:`hetgym.sim.kernels` and
 follow the same rules (pure, no RNG or I/O).
+
+Flags are never passed to a compiled callee as constants: Numba types a constant
+argument as a literal and compiles the callee again for it (several seconds for a
+kernel over the whole state), so call sites pass run-time values instead.
 """
 
 from __future__ import annotations
@@ -75,22 +79,12 @@ def _running_remove_nb(run, job):
 
 
 @njit(cache=True)
-def release_nb(job, to_queue, lose_progress, P, S):
-    """Give back a running job's resources; to the queue head (suspend, ``to_queue=1``) or
-    nowhere (done, 0). Flags are ints, not bools, so that one compiled version serves all.
-
-    With ``lose_progress`` and a checkpoint interval, the progress made since
-    the last checkpoint of this run (``fmod(now - resume_at, ckpt) * rate``) is lost.
-    """
+def release_nb(job, P, S):
+    """Give back a running job's resources and log its run as a segment; the caller sets
+    what the job becomes (done, or queued again)."""
     jobs, nodes, js, run = P.jobs, P.nodes, S.job, S.run
     now = run.acc[ACC_NOW]
     w = jobs.workers[job]
-    ckpt = P.opts.ckpt
-    if lose_progress and ckpt > 0.0:
-        progressed = now - js.resume_at[job]
-        if progressed > 0.0:
-            lost = np.fmod(progressed, ckpt) * js.rate[job]
-            js.remaining[job] = min(jobs.work[job], js.remaining[job] + lost)
     wn = js.worker_node[job, :w]
     wg = js.worker_gpu[job, :w]
     alloc_nb(job, w, wn, wg, -1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
@@ -107,9 +101,24 @@ def release_nb(job, to_queue, lose_progress, P, S):
     js.finish[job] = np.inf
     js.grace_end[job] = np.inf
     _running_remove_nb(run, job)
-    if to_queue:
-        js.status[job] = QUEUED
-        queue_push_front_nb(run, js.qpos, job)
+
+
+@njit(cache=True)
+def suspend_nb(job, lose_progress, P, S):
+    """Suspend a running job to the head of the queue, its progress kept; with
+    ``lose_progress`` and a checkpoint interval, the progress since the last checkpoint
+    of this run (``fmod(now - resume_at, ckpt) * rate``) is lost (preemption with no
+    grace period)."""
+    js, run = S.job, S.run
+    ckpt = P.opts.ckpt
+    if lose_progress and ckpt > 0.0:
+        progressed = run.acc[ACC_NOW] - js.resume_at[job]
+        if progressed > 0.0:
+            lost = np.fmod(progressed, ckpt) * js.rate[job]
+            js.remaining[job] = min(P.jobs.work[job], js.remaining[job] + lost)
+    release_nb(job, P, S)
+    js.status[job] = QUEUED
+    queue_push_front_nb(run, js.qpos, job)
 
 
 @njit(cache=True)
@@ -200,12 +209,12 @@ def step_nb(P, S):
             ctr[CTR_ERR] = j
             return STEP_WORK_LEFT, nd, ng
         js.remaining[j] = 0.0
-        release_nb(j, 0, 0, P, S)
+        release_nb(j, P, S)
         js.status[j] = DONE
         js.end[j] = t
         ctr[CTR_DONE] += 1
     for k in range(ng):
-        release_nb(run.out_grace[k], 1, 0, P, S)
+        suspend_nb(run.out_grace[k], k < 0, P, S)  # k < 0: a run-time False, see module doc
     while ctr[CTR_ARR] < n_jobs and jobs.arrival[ctr[CTR_ARR]] <= t:
         j = ctr[CTR_ARR]
         js.status[j] = QUEUED
