@@ -18,7 +18,6 @@ import argparse
 import sys
 from typing import Any, Iterable, Sequence
 
-import numpy as np
 import pandas as pd
 
 __all__ = ["run_grid", "aggregate", "rank", "format_table", "main", "DEFAULT_METRICS"]

@@ -178,6 +178,17 @@ class HetClusterEnv(gym.Env):
         self._binder = b
         self._bound_state = sim.state
 
+    def _args(self) -> tuple:
+        """The env kernels' arguments for the simulator's current state (bound again first
+        if the simulator replaced its state, e.g. when its segment log grew)."""
+        sim = self.sim
+        if sim.state is not self._bound_state:
+            self._bind()
+        return sim.params, sim.state, self._ep, self._es
+
+    def _read_windows(self) -> None:
+        self._n_win, self._n_rwin = self._es.nwin.tolist()
+
     def refresh(self) -> tuple[bool, np.ndarray]:
         """Recompute window, mask and observation for the simulator's current state.
 
@@ -186,13 +197,11 @@ class HetClusterEnv(gym.Env):
         sim = self.sim
         if sim is None:
             raise RuntimeError("call reset() or attach() before refresh()")
-        if sim.state is not self._bound_state:
-            self._bind()
+        args = self._args()
         if self._refresh is None:
             self._refresh = self._binder.entry(refresh_nb)
-        feasible = bool(self._refresh(sim.params, sim.state, self._ep, self._es))
-        self._n_win = int(self._es.nwin[0])
-        self._n_rwin = int(self._es.nwin[1])
+        feasible = bool(self._refresh(*args))
+        self._read_windows()
         return feasible, self._obs.copy()
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -216,10 +225,7 @@ class HetClusterEnv(gym.Env):
             self._advance_until_decision(force=True)
         elif a < self.n_start_actions:
             k, c = divmod(a, self.n_dev)
-            if sim.state is not self._bound_state:
-                self._bind()
-            code = self._start_decide(int(self._win[k]), c, sim.params, sim.state, self._ep,
-                                      self._es)
+            code = self._start_decide(int(self._win[k]), c, *self._args())
             if code >= 100:
                 raise SchedulingError(f"action {a}: job {int(self._win[k])} could not start "
                                       f"on {self.devices[c]} (code {code - 100})")
@@ -286,23 +292,18 @@ class HetClusterEnv(gym.Env):
         One Numba call (:func:`hetgym.envs.fused.decide_point_nb`) also updates the
         mask, the observation and the reward terms.
         """
-        sim = self.sim
-        assert sim is not None
-        if sim.state is not self._bound_state:
-            self._bind()
-        self._after_decide(self._decide(bool(force), sim.params, sim.state, self._ep, self._es))
+        assert self.sim is not None
+        self._after_decide(self._decide(bool(force), *self._args()))
 
     def _after_decide(self, code: int) -> None:
         sim = self.sim
         while code == STEP_LOG_FULL:  # segment log full: grow it and go on
             sim.grow_segments()
-            self._bind()
-            code = self._decide(True, sim.params, sim.state, self._ep, self._es)
+            code = self._decide(True, *self._args())
         if code < 0:
             raise InvariantError(f"simulator invariant violated (code {code}) at t={sim.now}")
         self._stuck = code == 0
-        self._n_win = int(self._es.nwin[0])
-        self._n_rwin = int(self._es.nwin[1])
+        self._read_windows()
 
     def why_invalid(self, a: int) -> str:
         """Why action ``a`` is masked now (the message ``invalid_action='raise'`` gives)."""

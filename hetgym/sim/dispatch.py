@@ -30,16 +30,20 @@ def _shape_key(a: Any) -> Any:
     return t
 
 
-def entry(dispatcher: Any, *args: Any) -> Callable[..., Any]:
-    """Compiled entry point of ``dispatcher`` for the Numba types of ``args`` (loads the cache,
-    compiles if needed; runs nothing). Memoised on the arguments' dtypes, ranks and layouts."""
-    key = (dispatcher, _shape_key(args))
+def _resolve(key: tuple, dispatcher: Any, args: tuple) -> Callable[..., Any]:
+    """The memoised entry point under ``key``, compiled (or loaded) for ``args`` on a miss."""
     hit = _ENTRIES.get(key)
     if hit is None:
         sig = tuple(typeof(a) for a in args)
         dispatcher.compile(sig)
         hit = _ENTRIES[key] = dispatcher.overloads[sig].entry_point
     return hit
+
+
+def entry(dispatcher: Any, *args: Any) -> Callable[..., Any]:
+    """Compiled entry point of ``dispatcher`` for the Numba types of ``args`` (loads the cache,
+    compiles if needed; runs nothing). Memoised on the arguments' dtypes, ranks and layouts."""
+    return _resolve((dispatcher, _shape_key(args)), dispatcher, args)
 
 
 class Binder:
@@ -55,11 +59,4 @@ class Binder:
 
     def entry(self, dispatcher: Any, *lead: Any) -> Callable[..., Any]:
         """Entry point of ``dispatcher`` for ``(*lead, *state)``."""
-        key = (dispatcher, _shape_key(lead), self.key)
-        hit = _ENTRIES.get(key)
-        if hit is None:
-            args = lead + self.state
-            sig = tuple(typeof(a) for a in args)
-            dispatcher.compile(sig)
-            hit = _ENTRIES[key] = dispatcher.overloads[sig].entry_point
-        return hit
+        return _resolve((dispatcher, _shape_key(lead), self.key), dispatcher, lead + self.state)

@@ -77,7 +77,7 @@ class Simulator:
         self.rows = None if rows is None else np.asarray(rows, dtype=np.int64)
         self.round_length = round_length
         self.params: Params = build_params(scenario, build_jobs(scenario, self.rows), round_length)
-        self.state: State = new_state(self.params, round_length)
+        self.state: State = new_state(self.params)
         self.jobs, self.nodes = self.params.jobs, self.params.nodes
         self.js, self.ns = self.state.job, self.state.node
         self.node_names = node_names(scenario)

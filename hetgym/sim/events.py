@@ -23,7 +23,6 @@ from hetgym.sim.codes import DONE, GRACE, QUEUED, RUNNING
 from hetgym.sim.kernels import (
     alloc_nb,
     check_placement_nb,
-    may_fit_nb,
     place_nb,
     queue_push_front_nb,
     queue_push_nb,
@@ -325,8 +324,6 @@ def admit_nb(order, pref, blocking, policy, P, cap, scr_i, out_job, out_dev, out
             d = pref[j, k]
             if d < 0:
                 break
-            if not may_fit_nb(d, w, jobs.cpus_need[j, d], nodes, cap):
-                continue
             if place_nb(d, w, jobs.cpus_need[j, d], jobs.mem[j], policy, nodes, cap, scr_i,
                         tmp_n, tmp_g):
                 alloc_nb(j, w, tmp_n, tmp_g, 1, jobs.cpus_need[j], jobs.mem[j], nodes, cap)

@@ -49,11 +49,18 @@ def slots_on_node_nb(n, is_cpu, cpus, mem, ns):
 
 
 @njit(cache=True, inline="always")
+def may_fit_arrays_nb(dev, w, cpus, is_cpu, free_dev):
+    """Cheap necessary condition (O(1), from the per-type summary ``free_dev``) for ``w``
+    workers of ``cpus`` cores each on type ``dev``."""
+    if is_cpu:
+        return cpus <= 0.0 or free_dev[dev] + EPS >= w * cpus
+    return free_dev[dev] >= w
+
+
+@njit(cache=True, inline="always")
 def may_fit_nb(dev, w, cpus, nodes, ns):
-    """Cheap necessary condition (O(1), from ``ns.free_dev``) for ``w`` workers on type ``dev``."""
-    if nodes.dev_is_cpu[dev]:
-        return cpus <= 0.0 or ns.free_dev[dev] + EPS >= w * cpus
-    return ns.free_dev[dev] >= w
+    """:func:`may_fit_arrays_nb` on a :class:`NodeState`."""
+    return may_fit_arrays_nb(dev, w, cpus, nodes.dev_is_cpu[dev], ns.free_dev)
 
 
 @njit(cache=True)
@@ -71,10 +78,7 @@ def fits_arrays_nb(dev, w, cpus, mem, is_cpu, dev_start, by_dev, free_gpus, free
                    free_dev):
     """Whether ``w`` workers fit on the free nodes of type ``dev`` (quick reject by the
     per-type summary, then node by node, stopping once they fit)."""
-    if is_cpu:
-        if cpus > 0.0 and free_dev[dev] + EPS < w * cpus:
-            return False
-    elif free_dev[dev] < w:
+    if not may_fit_arrays_nb(dev, w, cpus, is_cpu, free_dev):
         return False
     tot = 0
     for i in range(dev_start[dev], dev_start[dev + 1]):

@@ -176,15 +176,11 @@ def build_nodes(scenario: Scenario) -> NodeArrays:
     hit = _NODE_CACHE.get(id(scenario))
     if hit is not None and hit[0] is scenario:
         return hit[1]
-    nodes = _build_nodes(scenario)
+    nodes = cluster_nodes(scenario.cluster)
     if len(_NODE_CACHE) > 8:
         _NODE_CACHE.clear()
     _NODE_CACHE[id(scenario)] = (scenario, nodes)
     return nodes
-
-
-def _build_nodes(scenario: Scenario) -> NodeArrays:
-    return cluster_nodes(scenario.cluster)
 
 
 def cluster_nodes(cluster: ClusterSpec) -> NodeArrays:
@@ -349,7 +345,7 @@ def build_params(scenario: Scenario, jobs: JobArrays, round_length: float | None
     return Params(jobs=jobs, nodes=nodes, opts=opts, min_unit=unit)
 
 
-def new_state(params: Params, round_length: float | None) -> State:
+def new_state(params: Params) -> State:
     """Initial state: every job in the future, nothing done, every node free."""
     jobs, nodes = params.jobs, params.nodes
     j = len(jobs.arrival)
@@ -389,7 +385,7 @@ def new_state(params: Params, round_length: float | None) -> State:
     ctr = np.zeros(N_CTR, dtype=np.int64)
     ctr[CTR_QHEAD] = ctr[CTR_QTAIL] = j + 1
     acc = np.zeros(N_ACC)
-    acc[ACC_ROUND] = round_length if round_length else np.inf
+    acc[ACC_ROUND] = params.opts.round_len if params.opts.round_len > 0 else np.inf
     run = RunState(
         ctr=ctr, acc=acc,
         queue=np.full(3 * (j + 1), -1, dtype=np.int64),

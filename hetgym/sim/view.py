@@ -31,6 +31,10 @@ def _ro(a: np.ndarray) -> np.ndarray:
     return v
 
 
+def _copy_state(ns: NodeState) -> NodeState:
+    return NodeState(*(a.copy() for a in ns))
+
+
 class CapacityModel:
     """Scratch copy of free node resources for trying placements.
 
@@ -43,7 +47,7 @@ class CapacityModel:
 
     def __init__(self, sim: "Simulator", policy: int | None = None) -> None:
         self._sim = sim
-        self.ns = NodeState(*(a.copy() for a in sim.ns))
+        self.ns = _copy_state(sim.ns)
         self.policy = sim.policy if policy is None else int(policy)
         self._scr = sim.state.run.scr_i
 
@@ -112,7 +116,7 @@ class CapacityModel:
         """An independent copy of this scratch state."""
         out = CapacityModel.__new__(CapacityModel)
         out._sim, out.policy, out._scr = self._sim, self.policy, self._scr
-        out.ns = NodeState(*(a.copy() for a in self.ns))
+        out.ns = _copy_state(self.ns)
         return out
 
 
@@ -170,11 +174,6 @@ class View:
             ok = np.take_along_axis(t, order, axis=1) > 0
             self._pref = _ro(np.where(ok, order, -1).astype(np.int64))
         return self._pref
-
-    def any_room(self) -> bool:
-        """Whether some device type has room for one worker of some job (O(C)); when False,
-        no start is possible and a scheduler that only starts jobs can return at once."""
-        return not E.no_room_nb(self._sim.params.min_unit, self._sim.ns)
 
     def admit(self, order: np.ndarray, blocking: bool, pref: np.ndarray | None = None,
               cap: CapacityModel | None = None) -> list[Start]:
