@@ -1,4 +1,4 @@
-"""Typed parts of the AlloX family (STYLE.md item 10).
+"""Typed parts of the AlloX family.
 
 AlloX (Le et al., EuroSys'20) reasons about *machines*: one machine is one slot
 of a device type, i.e. one GPU of a GPU type, or one CPU slot of a CPU node

@@ -6,7 +6,7 @@ best-effort (BE); BE jobs may be preempted for TE jobs. A preempted job keeps
 running for its grace period (GP), then is suspended with its progress kept and
 put back at the head of the queue (the simulator does that, docs/semantics.md).
 
-Schedulers, each a configuration of typed parts (STYLE.md item 10):
+Schedulers, each a configuration of typed parts:
 
 * ``fitgpp`` (sec. 3.2): :class:`PreemptiveFIFO` with :class:`FitGppVictim`.
 * ``lrtp``: Longest Remaining Time Preemption (Big-C, as in sec. 4.1), with

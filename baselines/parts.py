@@ -1,4 +1,4 @@
-"""Typed parts that baselines are composed of (STYLE.md item 10).
+"""Typed parts that baselines are composed of.
 
 * **Ordering**: which waiting jobs come first.
 * **DeviceChoice**: which device types a job may take, in order of preference.

@@ -1,6 +1,6 @@
 """Static parameters of a simulation: nodes, cluster, options, scenario.
 
-Everything here is a frozen dataclass (STYLE.md item 3); the simulator turns it
+Everything here is a frozen dataclass; the simulator turns it
 into arrays (:mod:`hetgym.sim.state`) before anything runs.
 """
 

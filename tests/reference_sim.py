@@ -1,4 +1,4 @@
-"""A slow, obviously correct pure-Python reference simulator (STYLE.md item 9).
+"""A slow, obviously correct pure-Python reference simulator.
 
 It follows the documented rules of docs/semantics.md and the
 docstrings of :mod:`hetgym.sim.engine` / :mod:`hetgym.sim.kernels`, but shares

@@ -1,4 +1,4 @@
-"""Every YAML file in conf/ composes (Hydra compose API) and instantiates (STYLE.md item 11)."""
+"""Every YAML file in conf/ composes (Hydra compose API) and instantiates."""
 
 from __future__ import annotations
 

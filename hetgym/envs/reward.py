@@ -1,4 +1,4 @@
-"""Named reward terms of ``HetCluster-v0`` and their weighted sum (STYLE.md item 8).
+"""Named reward terms of ``HetCluster-v0`` and their weighted sum.
 
 Each term integrates over the simulated time that passed in a step, so that
 the undiscounted episode return of a term is a paper metric:

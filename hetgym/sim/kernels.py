@@ -1,8 +1,9 @@
 """Numba kernels of the simulator: small, pure, array in / array out.
 
 Small helpers are ``inline="always"``: they take NamedTuples, and a call
-that is not inlined would copy them whole. No kernel draws random numbers, reads a clock, does I/O or touches globals
-other than the named constants (STYLE.md item 9). Kernels take the typed
+that is not inlined would copy them whole. No kernel draws random numbers,
+reads a clock, does I/O or touches globals other than the named constants.
+Kernels take the typed
 NamedTuples of :mod:`hetgym.sim.state` (``nodes`` = :class:`NodeArrays`,
 ``jobs`` = :class:`JobArrays`, ``ns`` = :class:`NodeState` or a scratch copy of
 it, ``run`` / ``js`` = :class:`RunState` / :class:`JobState`) or plain arrays,
