@@ -36,6 +36,7 @@ from hetgym.envs.fused import (
     new_batch_nb,
     set_batch_nb,
     step_batch_nb,
+    step_batch_par_nb,
 )
 from hetgym.envs.hetcluster import HetClusterEnv
 from hetgym.envs.reward import TERMS
@@ -53,6 +54,8 @@ class HetClusterVecEnv(VectorEnv):
         num_envs: Number of sub-envs.
         autoreset_mode: ``"next_step"`` (default) or ``"same_step"`` (or the
             :class:`gymnasium.vector.AutoresetMode` values).
+        parallel: Spread the sub-envs over Numba's threads (``None``: when there are
+            at least 8 sub-envs and more than one thread).
         **kwargs: Arguments of :class:`HetClusterEnv` (the same for every sub-env).
 
     ``action_masks()`` gives the (N, A) feasible actions; ``info`` has per-env arrays
@@ -62,7 +65,7 @@ class HetClusterVecEnv(VectorEnv):
     """
 
     def __init__(self, num_envs: int = 1, autoreset_mode: str | AutoresetMode = "next_step",
-                 **kwargs: Any) -> None:
+                 parallel: bool | None = None, **kwargs: Any) -> None:
         if int(num_envs) < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs!r}")
         mode = AutoresetMode(autoreset_mode.value if isinstance(autoreset_mode, AutoresetMode)
@@ -97,6 +100,12 @@ class HetClusterVecEnv(VectorEnv):
         self._stat = np.zeros((n, 4))
         self._pending = np.zeros(n, dtype=np.bool_)  # next_step mode: reset at the next step
         self._list: Any = None
+        if parallel is None:
+            import numba
+
+            parallel = n >= 8 and numba.config.NUMBA_NUM_THREADS > 1
+        self.parallel = bool(parallel)
+        self._kernel = step_batch_par_nb if self.parallel else step_batch_nb
 
     def __repr__(self) -> str:
         return f"HetClusterVecEnv(num_envs={self.num_envs}, {self.envs[0]!r})"
@@ -220,7 +229,7 @@ class HetClusterVecEnv(VectorEnv):
         if len(pending):
             acts[pending] = -1
             invalid[pending] = False
-        step_batch_nb(acts, self._list, self._steps, self._stuck, self.envs[0].max_steps,
+        self._kernel(acts, self._list, self._steps, self._stuck, self.envs[0].max_steps,
                       self._codes, self._rew, self._terms, self._term, self._trunc, self._obs,
                       self._mask, self._stat)
         codes = self._codes

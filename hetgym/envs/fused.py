@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 from numba.typed import List
 
 from hetgym.envs.features import observe_nb
@@ -31,7 +31,7 @@ from hetgym.sim.state import (
 )
 
 __all__ = ["EnvParams", "EnvState", "decide_point_nb", "update_mask_nb", "refresh_nb",
-           "start_and_decide_nb", "act_nb", "step_reward_nb", "step_batch_nb", "finish_row_nb",
+           "start_and_decide_nb", "act_nb", "step_reward_nb", "step_batch_nb", "step_batch_par_nb", "finish_row_nb",
            "new_batch_nb", "set_batch_nb",
            "REW_JCT", "REW_SLOWDOWN", "REW_MAKESPAN", "REW_TARDINESS", "REW_INV_BEST",
            "REW_ENERGY_SEEN", "N_REW", "ACT_NOOP", "ACT_INVALID", "ACT_GROW"]
@@ -245,6 +245,24 @@ def step_reward_nb(S, EP, ES, terms):
     return total
 
 
+@njit(cache=True, inline="always")
+def _step_one_nb(i, actions, envs, steps, stuck, max_steps, codes, rewards, terms, term, trunc,
+                 obs, masks, stat):
+    a = actions[i]
+    if a < 0:
+        return
+    P, S, EP, ES = envs[i]
+    steps[i] += 1
+    code = act_nb(a, P, S, EP, ES)
+    codes[i] = code
+    if code < 0 or code >= ACT_INVALID:
+        return
+    if code != ACT_NOOP:
+        stuck[i] = code == 0
+    finish_step_nb(i, P, S, EP, ES, steps, stuck, max_steps, rewards, terms, term, trunc, obs,
+                   masks, stat)
+
+
 @njit(cache=True)
 def step_batch_nb(actions, envs, steps, stuck, max_steps, codes, rewards, terms, term, trunc,
                   obs, masks, stat):
@@ -254,19 +272,18 @@ def step_batch_nb(actions, envs, steps, stuck, max_steps, codes, rewards, terms,
     >= ``ACT_INVALID``) is left for the caller to finish (a bigger segment log, an
     error); its outputs are not written."""
     for i in range(len(envs)):
-        a = actions[i]
-        if a < 0:
-            continue
-        P, S, EP, ES = envs[i]
-        steps[i] += 1
-        code = act_nb(a, P, S, EP, ES)
-        codes[i] = code
-        if code < 0 or code >= ACT_INVALID:
-            continue
-        if code != ACT_NOOP:
-            stuck[i] = code == 0
-        finish_step_nb(i, P, S, EP, ES, steps, stuck, max_steps, rewards, terms, term, trunc,
-                       obs, masks, stat)
+        _step_one_nb(i, actions, envs, steps, stuck, max_steps, codes, rewards, terms, term,
+                     trunc, obs, masks, stat)
+
+
+@njit(cache=True, parallel=True)
+def step_batch_par_nb(actions, envs, steps, stuck, max_steps, codes, rewards, terms, term,
+                      trunc, obs, masks, stat):
+    """:func:`step_batch_nb` with the envs spread over Numba's threads (envs share no
+    writable state: each has its own ``S``, ``EP``, ``ES`` and output rows)."""
+    for k in prange(len(envs)):
+        _step_one_nb(np.int64(k), actions, envs, steps, stuck, max_steps, codes, rewards, terms, term,
+                     trunc, obs, masks, stat)
 
 
 @njit(cache=True, inline="always")
