@@ -38,6 +38,7 @@ from hetgym.sim.state import (
     build_jobs,
     build_params,
     new_state,
+    refill,
     node_names,
 )
 from hetgym.specs import Scenario
@@ -94,6 +95,28 @@ class Simulator:
         from hetgym.sim.view import View
 
         self.view = View(self)
+
+    def reset_window(self, rows: np.ndarray | None, seed: int) -> bool:
+        """Start again, in place, on another window of the same size (``rows``) with a new
+        seed: the arrays the kernels and the view hold are refilled, not replaced, so the
+        same run follows as from ``Simulator(scenario, seed, rows=rows)``. Returns False,
+        changing nothing, when the window does not fit the arrays (more workers per job or
+        more users than they were sized for): make a new simulator then."""
+        rows = None if rows is None else np.asarray(rows, dtype=np.int64)
+        if (rows is None) != (self.rows is None) or (rows is not None and len(rows) != self.n_jobs):
+            return False
+        params = build_params(self.scenario, build_jobs(self.scenario, rows), self.round_length)
+        fresh = new_state(params)
+        if not refill((self.params, self.state), (params, fresh)):
+            return False
+        self.rows = rows
+        self.rng = np.random.default_rng(seed)
+        self.seed = seed
+        self.decision_points = 0
+        self.stalled = False
+        self.last_done = np.empty(0, dtype=np.int64)
+        self.view = self.view.__class__(self)
+        return True
 
     def _bind(self) -> None:
         """Forget the kernels' entry points (again after the state is replaced); each is
