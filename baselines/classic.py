@@ -21,7 +21,7 @@ from baselines.parts import (
     ShortestFirst,
     WaitingGroups,
 )
-from baselines.srpt_kernel import srpt_decide_nb
+from baselines.kernels import srpt_decide_nb
 from hetgym.decisions import Decision, Placement, Preempt, Start
 from hetgym.sim.codes import JobStatus
 from hetgym.sim.dispatch import entry
@@ -316,7 +316,7 @@ class SRPT:
 
     def _decide_groups(self, view: View, groups: WaitingGroups) -> list[Decision]:
         """Same decisions as :meth:`_decide_all` without ranking every waiting job: one
-        Numba call (:func:`baselines.srpt_kernel.srpt_decide_nb`) that walks the running
+        Numba call (:func:`baselines.kernels.srpt_decide_nb`) that walks the running
         jobs and the heads of the shape groups (:class:`WaitingGroups`) merged in rank
         order, taking further jobs of a group only while its jobs start."""
         self._proposed = []

@@ -1,4 +1,8 @@
-"""The decision of :class:`baselines.classic.SRPT` as one Numba kernel.
+"""Numba kernels of the baselines (the inner loops of their decisions).
+
+* :func:`srpt_decide_nb`: one decision of :class:`baselines.classic.SRPT`.
+* :func:`jsq_omega_nb`: JSQ+'s projected machine free times
+  (:class:`baselines.allox.JSQPlus`).
 
 :func:`srpt_decide_nb` carries out SRPT's rule (see the class docstring) at one
 decision point: movable running jobs (not in a grace period, under the preemption
@@ -24,7 +28,7 @@ from numba import njit
 
 from hetgym.sim.kernels import alloc_nb, place_nb
 
-__all__ = ["NEED_MORE", "srpt_decide_nb"]
+__all__ = ["NEED_MORE", "jsq_omega_nb", "srpt_decide_nb"]
 
 #: Return value (minus the group's position) when a group's prefix ran out: call again
 #: with longer prefixes.
@@ -199,3 +203,19 @@ def srpt_decide_nb(running, status, grace_code, n_preempt, limit, remaining, den
             out_gpus[k_out, : workers[j]] = tmp_g[: workers[j]]
             k_out += 1
     return k_out
+
+
+@njit(cache=True)
+def jsq_omega_nb(omega, lo, hi, alive, off, machines, dur):
+    """JSQ+: walk the jobs queued at machines in the order they joined (entries ``lo``
+    to ``hi`` that are ``alive``; entry ``e`` waits for ``machines[off[e]:off[e + 1]]``
+    and runs ``dur[e]``): each starts when the last of its machines frees, and they
+    free again ``dur[e]`` later. ``omega`` (when each machine frees) is updated in place."""
+    for e in range(lo, hi):
+        if not alive[e]:
+            continue
+        start = -np.inf
+        for i in range(off[e], off[e + 1]):
+            start = max(start, omega[machines[i]])
+        for i in range(off[e], off[e + 1]):
+            omega[machines[i]] = start + dur[e]
