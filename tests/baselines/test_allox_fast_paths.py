@@ -8,7 +8,6 @@ the jobs queued at machines) instead of recomputing them per arrival.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import baselines
@@ -16,18 +15,10 @@ import hetgym
 from baselines.allox import JSQPlus
 from baselines.allox_parts import slots_per_device
 from hetgym.decisions import Start
+from tests.baselines.test_fast_paths import assert_same_schedule
 
 SCENARIOS = [("fitgpp-lab", {"n_jobs": 300}), ("fitgpp-lab", {"n_jobs": 200, "seed": 3}),
              ("allox-hybrid", {}), ("hetero-small", {}), ("synthetic-hybrid", {})]
-
-
-def assert_same_schedule(sc, fast, plain) -> None:
-    a = hetgym.simulate(sc, fast)
-    b = hetgym.simulate(sc, plain)
-    cols = ["start", "end", "device", "preemptions", "restarts"]
-    pd.testing.assert_frame_equal(a.jobs[cols], b.jobs[cols], check_exact=True)
-    assert a.segments == b.segments
-    assert a.metrics["decision_points"] == b.metrics["decision_points"]
 
 
 class PlainJSQ:
