@@ -258,6 +258,7 @@ class Simulator:
                 f"{JobStatus(js.status[job]).name}, not QUEUED"
             )
         w = int(jb.workers[job])
+        lo, hi = int(jb.min_workers[job]), int(jb.max_workers[job])
         if placement is None:
             if device is None:
                 raise SchedulingError(f"Start: job {job} needs a device or a placement")
@@ -273,8 +274,12 @@ class Simulator:
             if code:
                 raise SchedulingError(f"Start: job {job} could not start: {self._REASONS[code]}")
             return
-        if len(placement) != w:
+        if lo == hi == w and len(placement) != w:
             raise SchedulingError(f"Start: job {job} has {w} workers, placement has {len(placement)}")
+        if not lo <= len(placement) <= hi:
+            raise SchedulingError(f"Start: job {job} takes {lo} to {hi} workers (min_workers, "
+                                  f"max_workers), placement has {len(placement)}")
+        w = len(placement)
         nodes = np.ascontiguousarray(placement.nodes, dtype=np.int64)
         gpus = np.ascontiguousarray(placement.gpus, dtype=np.int64)
         if device is not None:
@@ -342,7 +347,7 @@ class Simulator:
         used_g = np.zeros_like(ns.free_gpus)
         used_c = np.zeros_like(ns.free_cpus)
         for j in self.running_jobs().tolist():
-            w = int(jb.workers[j])
+            w = int(js.nworkers[j])
             for n, g in zip(js.worker_node[j, :w].tolist(), js.worker_gpu[j, :w].tolist()):
                 used_c[n] += jb.cpus_need[j, nd.dev[n]]
                 if g >= 0:

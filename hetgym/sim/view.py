@@ -96,7 +96,7 @@ class CapacityModel:
     def give(self, job: int) -> None:
         """Give back (in this copy) the resources that running ``job`` holds."""
         sim = self._sim
-        w = int(sim.jobs.workers[job])
+        w = int(sim.js.nworkers[job])
         K.alloc_nb(job, w, sim.js.worker_node[job, :w], sim.js.worker_gpu[job, :w], -1,
                    sim.jobs.cpus_need[job], sim.jobs.mem[job], sim.nodes, self.ns)
 
@@ -128,7 +128,9 @@ class View:
     (J x C), ``cpus_need`` (J x C), ``mem``, ``deadline``, ``weight``,
     ``grace``, ``comm``, ``forkable``, ``job_id``, ``holdable`` (J x C). Dynamic:
     ``status``, ``remaining``, ``rate``, ``n_preempt``, ``n_restart``, ``device``,
-    ``first_start``, ``worker_node``, ``worker_gpu``, ``exec_time``. Nodes:
+    ``first_start``, ``worker_node``, ``worker_gpu``, ``exec_time``, ``nworkers`` (gang size
+    of the current/last run; elastic jobs: ``min_workers``/``max_workers``,
+    ``scale_exp``). Nodes:
     ``node_device``, ``node_gpus``, ``node_cpus``, ``node_mem``, ``free_gpus``,
     ``free_cpus``, ``free_mem``, and ``free_dev`` (per device type: free GPUs, or
     free cores for ``cpu``).
@@ -145,7 +147,7 @@ class View:
         for name in jb._fields:
             setattr(self, name, _ro(getattr(jb, name)))
         for name in ("status", "remaining", "rate", "n_preempt", "n_restart", "device",
-                     "first_start", "worker_node", "worker_gpu", "exec_time"):
+                     "first_start", "worker_node", "worker_gpu", "exec_time", "nworkers"):
             setattr(self, name, _ro(getattr(js, name)))
         self.node_device = _ro(nd.dev)
         self.node_gpus = _ro(nd.gpus)
@@ -257,14 +259,22 @@ class View:
         """A scratch copy of free resources (see :class:`CapacityModel`)."""
         return CapacityModel(self._sim, policy)
 
-    def duration(self, job: int, dev: int) -> float:
+    def duration(self, job: int, dev: int, g: int | None = None) -> float:
         """Estimated run time of ``job`` from scratch on device ``dev`` (inf if it cannot run
-        there: throughput 0, or no node set of that type can hold its gang, see ``holdable``)."""
+        there: throughput 0, or no node set of that type can hold its gang, see ``holdable``).
+
+        ``g``: gang size (elastic jobs, ``min_workers..max_workers``; default ``workers``),
+        at the job's own scaling exponent (``g * tput * g ** (e_j - 1)``)."""
         jb = self._sim.jobs
         if not jb.holdable[job, dev]:
             return float("inf")
-        return float(K.duration_nb(jb.work[job], jb.workers[job], jb.tput[job, dev],
-                                   self.options.scaling_exponent))
+        if g is None:
+            return float(K.duration_nb(jb.work[job], jb.workers[job], jb.tput[job, dev],
+                                       jb.scale_exp[job]))
+        if not jb.min_workers[job] <= g <= jb.max_workers[job]:
+            raise ValueError(f"duration: job {job} takes {jb.min_workers[job]} to "
+                             f"{jb.max_workers[job]} workers, got g={g}")
+        return float(K.duration_nb(jb.work[job], int(g), jb.tput[job, dev], jb.scale_exp[job]))
 
     def durations(self, jobs: np.ndarray, remaining: bool = False) -> np.ndarray:
         """``(len(jobs), C)`` estimated durations (of all work, or what remains); inf where
@@ -272,7 +282,7 @@ class View:
         s = self._sim
         jb = s.jobs
         w = jb.workers[jobs].astype(np.float64)
-        eff = w ** (s.options.scaling_exponent - 1.0)
+        eff = w ** (jb.scale_exp[jobs] - 1.0)
         work = s.js.remaining[jobs] if remaining else jb.work[jobs]
         with np.errstate(divide="ignore"):
             d = work[:, None] / (w[:, None] * jb.tput[jobs] * eff[:, None])
