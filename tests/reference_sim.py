@@ -681,6 +681,8 @@ class RefView:
         self.node_gpus = _ro([n.gpus for n in sim.nodes], np.int64)
         self.node_cpus = _ro([n.cpus for n in sim.nodes], np.float64)
         self.node_mem = _ro([n.mem for n in sim.nodes], np.float64)
+        self.node_idle_w = _ro([n.idle_w for n in sim.nodes], np.float64)
+        self.node_gpu_w = _ro([n.gpu_w for n in sim.nodes], np.float64)
         self.dev_is_cpu = _ro([d == "cpu" for d in sim.devices], np.bool_)
         self._wmax = max(j.max_workers for j in jobs)
 

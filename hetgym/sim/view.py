@@ -131,7 +131,8 @@ class View:
     ``first_start``, ``worker_node``, ``worker_gpu``, ``exec_time``, ``nworkers`` (gang size
     of the current/last run; elastic jobs: ``min_workers``/``max_workers``,
     ``scale_exp``). Nodes:
-    ``node_device``, ``node_gpus``, ``node_cpus``, ``node_mem``, ``free_gpus``,
+    ``node_device``, ``node_gpus``, ``node_cpus``, ``node_mem``, ``node_idle_w`` and
+    ``node_gpu_w`` (power model, W), ``free_gpus``,
     ``free_cpus``, ``free_mem``, and ``free_dev`` (per device type: free GPUs, or
     free cores for ``cpu``).
     """
@@ -153,6 +154,8 @@ class View:
         self.node_gpus = _ro(nd.gpus)
         self.node_cpus = _ro(nd.cpus)
         self.node_mem = _ro(nd.mem)
+        self.node_idle_w = _ro(nd.idle_w)
+        self.node_gpu_w = _ro(nd.gpu_w)
         self.dev_is_cpu = _ro(nd.dev_is_cpu)
         self.free_gpus = _ro(ns.free_gpus)
         self.free_cpus = _ro(ns.free_cpus)
