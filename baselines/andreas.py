@@ -14,8 +14,8 @@ Schedulers (``baselines.names()``):
   configuration by the D* rule, node binding, proxy objective (Eq. 1); iteration 0 is
   the deterministic greedy, iterations 1 .. ``max_iter`` - 1 are randomised (Numba,
   :mod:`baselines.andreas_kernel`), seeded from ``view.rng`` so a run repeats. The plan
-  is applied: unchanged jobs keep running, changed ones are preempted and restarted on
-  their new configuration (restart delay, checkpoint rule), postponed ones preempted.
+  is applied: unchanged jobs keep running, changed ones move (``Move``: restart delay,
+  checkpoint rule, no preemption counted), postponed ones are preempted.
 * ``andreas-fifo``, ``andreas-edf``, ``andreas-ps`` :class:`FirstPrinciple` (paper
   section V-B, "first-principle methods never change the configuration assigned to a
   job once it has been started"; spec 4.6, ref-code ``first_principle_methods.cpp``):
@@ -28,8 +28,9 @@ Assumptions (spec 4.5; tested in tests/baselines/test_andreas.py):
 
 * A-A2 swap rule: adjacent pairs, probability 0.5 -/+ ``pi`` keeps heavier jobs ahead.
 * A-A3 t_{jng} = restart delay (if the job ran before and changes configuration) +
-  remaining / (g x tput x g^(e_j - 1)); topology and interference are not looked at
-  (ANDREAS' jobs have comm = 0).
+  R / (g x tput x g^(e_j - 1)), R = the work left, after the checkpoint rule when the
+  configuration changes (whole epochs with ``checkpoint_unit="work"``); topology and
+  interference are not looked at (ANDREAS' jobs have comm = 0).
 * A-A4 nodes of one class are interchangeable; binding order (i) stay (A-A5), (ii) open
   node best fit, (iii) lowest unused node, (iv) other configurations on open nodes,
   (v) any unused node, (vi) postpone.

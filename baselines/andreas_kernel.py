@@ -17,15 +17,16 @@ __all__ = ["config_table_nb", "rg_search_nb", "swap_pass_nb"]
 
 
 @njit(cache=True)
-def config_table_nb(remaining, tput, scale_exp, min_w, max_w, cpus, mem, deadline, delay_of,
+def config_table_nb(remaining, rem_moved, tput, scale_exp, min_w, max_w, cpus, mem, deadline, delay_of,
                     cur_cls, cur_g, cls_dev, cls_gpus, cls_cpus, cls_mem, cls_idle, cls_gpu_w,
                     eur_per_j, now, out_cls, out_g, out_t, out_cost, dl, dlen, cl, clen,
                     delta, mj):
     """Configurations (class k, g) of each job, their times and costs, and the D* lists.
 
-    Job row i: ``t = delta_i + remaining / (g * tput[i, dev_k] * g ** (e_i - 1))`` with
-    ``delta_i`` = ``delay_of[i]`` unless (k, g) is the job's current configuration
-    (``cur_cls``, ``cur_g``); cost = t x (idle_w_k + g x gpu_w_k) x ``eur_per_j`` (EUR).
+    Job row i: ``t = delta_i + R / (g * tput[i, dev_k] * g ** (e_i - 1))`` with
+    ``delta_i`` = ``delay_of[i]`` and R = ``rem_moved[i]`` (the work left after the
+    checkpoint rule of a move) unless (k, g) is the job's current configuration
+    (``cur_cls``, ``cur_g``: R = ``remaining[i]``, no delay); cost = t x (idle_w_k + g x gpu_w_k) x ``eur_per_j`` (EUR).
     A configuration must fit an empty node of the class (g GPUs, g x cores, g x memory).
     ``dl[i, :dlen[i]]``: D*_i = {T_c + t < d_i} by cost ascending (ties: t, then entry);
     ``cl[i, :clen[i]]``: the other entries by t ascending. ``delta[i]`` = pressure
@@ -45,9 +46,10 @@ def config_table_nb(remaining, tput, scale_exp, min_w, max_w, cpus, mem, deadlin
                 if g * cpus[i, d] > cls_cpus[k] + 1e-9 or g * mem[i] > cls_mem[k] + 1e-9:
                     continue
                 rate = g * tp * g ** (scale_exp[i] - 1.0)
-                t = remaining[i] / rate
-                if not (k == cur_cls[i] and g == cur_g[i]):
-                    t += delay_of[i]
+                if k == cur_cls[i] and g == cur_g[i]:
+                    t = remaining[i] / rate
+                else:
+                    t = delay_of[i] + rem_moved[i] / rate
                 out_cls[i, m] = k
                 out_g[i, m] = g
                 out_t[i, m] = t

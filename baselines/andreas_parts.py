@@ -6,11 +6,11 @@ of a decision point, pinned jobs, and turning a plan into decisions.
   GPUs: c_{ng} = (idle_w + g x gpu_w) x price x PUE / 3.6e6 EUR/s (spec 4.1 step 2).
 * :func:`config_table` runs :func:`~baselines.andreas_kernel.config_table_nb` for a set
   of jobs: every (class, g) with g in [min_workers, min(max_workers, G_n)], its time
-  t_{jng} (restart delay included for a job that ran before unless it keeps its
-  configuration), its cost t x c, the D* / D*^C lists and the pressure Delta_j (Eq. 2).
+  t_{jng} (restart delay and checkpoint loss included for a job that ran before unless
+  it keeps its configuration), its cost t x c, the D* / D*^C lists and the pressure Delta_j (Eq. 2).
 * :func:`pinned_jobs` names the running jobs a plan may not touch (grace period, at the
   preemption limit, or placed outside ANDREAS' model: across nodes or on CPU nodes).
-* :func:`plan_decisions` turns a plan (node and g per job) into Preempt / Start
+* :func:`plan_decisions` turns a plan (node and g per job) into Preempt / Move / Start
   decisions with the lowest free GPU ids of each node (ANDREAS has no topology).
 """
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from baselines.andreas_kernel import config_table_nb
-from hetgym.decisions import Decision, Placement, Preempt, Start
+from hetgym.decisions import Decision, Move, Placement, Preempt, Start
 from hetgym.sim.codes import GRACE, RUNNING
 
 __all__ = [
@@ -143,7 +143,8 @@ def config_table(view, classes: NodeClasses, jobs: np.ndarray) -> ConfigTable:
                       delta=np.zeros(nj), mj=np.zeros(nj))
     if nj == 0:
         return out
-    config_table_nb(np.ascontiguousarray(view.remaining[jobs]), np.ascontiguousarray(view.tput[jobs]),
+    rem = np.ascontiguousarray(view.remaining[jobs])
+    config_table_nb(rem, rem_after_move(view, jobs, rem), np.ascontiguousarray(view.tput[jobs]),
                     np.ascontiguousarray(view.scale_exp[jobs]),
                     np.ascontiguousarray(view.min_workers[jobs]),
                     np.ascontiguousarray(view.max_workers[jobs]),
@@ -153,6 +154,20 @@ def config_table(view, classes: NodeClasses, jobs: np.ndarray) -> ConfigTable:
                     classes.gpu_w, eur_per_joule(view), float(view.now), out.cls, out.g, out.t,
                     out.cost, out.dl, out.dlen, out.cl, out.clen, out.delta, out.mj)
     return out
+
+
+def rem_after_move(view, jobs: np.ndarray, rem: np.ndarray) -> np.ndarray:
+    """Work left if the jobs changed configuration now: with ``checkpoint_unit="work"`` the
+    completed work rounded down to whole checkpoints (a running job's move loses the rest);
+    otherwise the work left as it is (the seconds rule's loss is not anticipated)."""
+    o = view.options
+    q = float(o.checkpoint_interval)
+    if o.checkpoint_unit != "work" or q <= 0:
+        return rem.copy()
+    work = view.work[jobs]
+    done = work - rem
+    kept = np.floor(done / q + 1e-9 * np.maximum(1.0, done / q)) * q
+    return np.ascontiguousarray(np.maximum(rem, work - kept))
 
 
 def pinned_jobs(view, classes: NodeClasses) -> list[int]:
@@ -211,29 +226,78 @@ def take_gpus(view, cap, j: int, n: int, g: int) -> Placement:
 
 
 def plan_decisions(view, cap, targets: dict[int, tuple[int, int]], replan: list[int]) -> list[Decision]:
-    """Decisions that carry out a plan.
+    """Decisions that carry out a plan (spec 4.1 step 5).
 
     ``targets[j] = (node, g)`` for every job the plan runs; ``replan`` = running jobs the
-    plan was free to move. A running job whose node and g are unchanged keeps its GPUs;
-    one that changes, or is not in the plan, is preempted (GP = 0); then the moved and new
-    jobs start, in ``targets`` order, on the lowest free GPU ids of their node. A start
-    whose cores or memory do not fit is dropped (the job waits). ``cap`` is a scratch
-    capacity model (taken from).
+    plan was free to change. A running job whose node and g are unchanged keeps its GPUs;
+    one not in the plan is preempted (GP = 0); one whose configuration changes is moved
+    (:class:`~hetgym.decisions.Move`: restart delay, checkpoint rule, no preemption
+    counted); new jobs start. Moved and new jobs take, in ``targets`` order, the lowest
+    GPU ids of their node left free by the jobs that stay. Moves are ordered so that
+    each one's GPUs are free when it is applied; a cycle (two jobs swapping GPUs) is
+    broken by preempting one and starting it afterwards. A job whose cores or memory do
+    not fit is not started (a moving one is preempted instead). ``cap`` (a scratch
+    capacity model) ends in the state after the decisions.
     """
-    out: list[Decision] = []
+    preempts: list[Decision] = []
+    movers: list[int] = []
+    keep: set[int] = set()
     for j in replan:
         tgt = targets.get(j)
-        g = int(view.nworkers[j])
-        if tgt is not None and tgt[1] == g and int(view.worker_node[j, 0]) == tgt[0]:
-            continue
-        out.append(Preempt(j))
+        if tgt is None:
+            preempts.append(Preempt(j))
+            cap.give(j)
+        elif tgt[1] == int(view.nworkers[j]) and int(view.worker_node[j, 0]) == tgt[0]:
+            keep.add(j)
+        else:
+            movers.append(j)
+    live = cap.copy()  # the engine's state once the preemptions above are applied
+    for j in movers:
         cap.give(j)
-    keep = {j for j in replan} - {d.job for d in out}
+    placements: dict[int, Placement] = {}
     for j, (n, g) in targets.items():
-        if j in keep or not fits_node(view, cap, j, n, g):
+        if j in keep:
             continue
-        out.append(Start(j, None, take_gpus(view, cap, j, n, g)))
-    return out
+        if fits_node(view, cap, j, n, g):
+            placements[j] = take_gpus(view, cap, j, n, g)
+        elif j in movers:
+            preempts.append(Preempt(j))
+            live.give(j)
+    pending = [j for j in movers if j in placements]
+    moves: list[Decision] = []
+    restart: set[int] = set()
+    while pending:
+        for j in pending:
+            if _can_move(view, live, j, placements[j]):
+                live.give(j)
+                live.take(j, placements[j].nodes, placements[j].gpus)
+                moves.append(Move(j, placements[j]))
+                pending.remove(j)
+                break
+        else:
+            j = pending.pop(0)
+            preempts.append(Preempt(j))
+            live.give(j)
+            restart.add(j)
+    starts = [Start(j, None, pl) for j, pl in placements.items() if j not in movers or j in restart]
+    return preempts + moves + starts
+
+
+def _can_move(view, live, j: int, pl: Placement) -> bool:
+    """Whether running job j can move to ``pl`` on the scratch state ``live`` (its GPUs free
+    or j's own; cores and memory within what is free plus what j holds on each node)."""
+    g = int(view.nworkers[j])
+    own = view.worker_node[j, :g].tolist()
+    for n, q in zip(pl.nodes.tolist(), pl.gpus.tolist()):
+        if live.gpu_owner[n, q] not in (-1, j):
+            return False
+    for n in set(pl.nodes.tolist()):
+        d = int(view.node_device[n])
+        k = int((pl.nodes == n).sum()) - own.count(n)
+        if (k * view.cpus_need[j, d] > live.free_cpus[n] + EPS
+                or k * view.mem[j] > live.free_mem[n] + EPS):
+            return False
+    return True
 
 
 def start_outside_model(view, cap, jobs: list[int]) -> list[Decision]:

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hetgym.decisions import Placement, Preempt, SchedulingError, Start, Wait
+from hetgym.decisions import Move, Placement, Preempt, SchedulingError, Start, Wait
 
 __all__ = ["simulate", "RefResult", "RefSim", "RefView", "RefCapacity", "place", "slots_on_node"]
 
@@ -76,6 +76,8 @@ class RNode:
     idle_w: float
     gpu_w: float
     core_w: float
+    socket: list = field(default_factory=list)  # CPU socket of each GPU
+    sockets: int = 1
     free_gpus: int = 0
     free_cpus: float = 0.0
     free_mem: float = 0.0
@@ -114,6 +116,7 @@ class RJob:
     first_start: float = math.nan
     end: float = math.nan
     exec_time: float = 0.0
+    attained: float = 0.0  # worker-seconds held in finished runs
     n_preempt: int = 0
     n_restart: int = 0
     device: int = -1  # -1 never ran, -2 mixed
@@ -243,6 +246,12 @@ def job_rate(job: RJob, alloc: list[tuple[int, int]], nodes: list[RNode], expone
     return rate
 
 
+def _even_sockets(gpus: int, sockets: int) -> list[int]:
+    """GPUs split evenly over the sockets, in order (e.g. 4 GPUs, 2 sockets: 0, 0, 1, 1)."""
+    per = max(1, math.ceil(gpus / max(1, sockets)))
+    return [g // per for g in range(gpus)]
+
+
 # -------------------------------------------------------------------- simulator
 class RefSim:
     """State of one reference run."""
@@ -261,6 +270,8 @@ class RefSim:
                     name=f"{spec.name}-{i}", device=self.devices.index(spec.device),
                     is_cpu=spec.gpu_type is None, gpus=int(spec.gpus), cpus=float(spec.cpus),
                     mem=float(spec.mem_gb), dist=dist, idle_w=idle, gpu_w=gw, core_w=cw,
+                    socket=_even_sockets(int(spec.gpus), int(spec.sockets)),
+                    sockets=max(1, int(spec.sockets)),
                     free_gpus=int(spec.gpus), free_cpus=float(spec.cpus), free_mem=float(spec.mem_gb),
                     owner=[-1] * int(spec.gpus)))
         fr = scenario.workload.frame
@@ -291,6 +302,7 @@ class RefSim:
         self.next_arrival = 0
         self.round_length = round_length
         self.next_round = round_length if round_length else math.inf
+        self.wakeup = math.inf  # the scheduler's next wake-up
         self.rng = np.random.default_rng(seed)
         self.energy_j = 0.0
         self.busy_nodes = opts.idle_power == "busy_nodes"
@@ -314,8 +326,10 @@ class RefSim:
             times.append(job.finish)
             if job.status == GRACE:
                 times.append(job.grace_end)
-        if self.round_length and (self.running or self.queue):
-            times.append(self.next_round)
+        if self.running or self.queue:
+            if self.round_length:
+                times.append(self.next_round)
+            times.append(self.wakeup)
         return min(times)
 
     def _power_and_busy(self) -> tuple[float, dict[str, float]]:
@@ -394,6 +408,8 @@ class RefSim:
             self.next_arrival += 1
         while self.next_round <= t:
             self.next_round += self.round_length
+        if self.wakeup <= t:
+            self.wakeup = math.inf
         self.events += 1
         return True
 
@@ -404,6 +420,8 @@ class RefSim:
                 self.start(d.job, d.device, d.placement)
             elif isinstance(d, Preempt):
                 self.preempt(d.job)
+            elif isinstance(d, Move):
+                self.move(d.job, d.placement)
             elif isinstance(d, Wait):
                 pass
             else:
@@ -443,29 +461,51 @@ class RefSim:
             self._check_explicit(job, alloc)
             devs = {nodes[n].device for n, _ in alloc}
             dev = devs.pop() if len(devs) == 1 else -2
-        # take the resources
-        for n, g in alloc:
-            node = nodes[n]
-            node.free_cpus -= job.cpus_need[node.device]
-            node.free_mem -= job.mem
-            if g >= 0:
-                node.free_gpus -= 1
-                node.owner[g] = j
-        job.alloc = alloc
-        job.rate = job_rate(job, alloc, nodes, self.options.scaling_exponent,
-                            self.options.topology_coeff, self.options.network_distance)
         if math.isnan(job.first_start):
             job.first_start = self.now
             job.resume_at = self.now
         else:
             job.n_restart += 1
             job.resume_at = self.now + self.options.restart_delay
+        self.queue.remove(j)
+        self._take(j, alloc, dev)
+
+    def _take(self, j: int, alloc: list[tuple[int, int]], dev: int) -> None:
+        """Take the resources of ``alloc`` and run job ``j`` on them (resume_at already set)."""
+        job = self.jobs[j]
+        nodes = self.nodes
+        self._book(job, alloc, +1)
+        job.alloc = alloc
+        job.rate = job_rate(job, alloc, nodes, self.options.scaling_exponent,
+                            self.options.topology_coeff, self.options.network_distance)
         job.finish = job.resume_at + job.remaining / job.rate
         job.run_start = self.now
         job.device = dev
         job.status = RUNNING
-        self.queue.remove(j)
         self.running.append(j)
+
+    def move(self, j: int, placement: Placement) -> None:
+        """Re-allocate a running job (or one in its grace period): see ``hetgym.decisions.Move``."""
+        j = int(j)
+        if not 0 <= j < len(self.jobs) or self.jobs[j].status not in (RUNNING, GRACE):
+            raise SchedulingError(f"Move: job {j} is not RUNNING")
+        job = self.jobs[j]
+        alloc = list(zip([int(x) for x in placement.nodes], [int(x) for x in placement.gpus]))
+        if sorted(alloc) == sorted(job.alloc):
+            job.status = RUNNING
+            job.grace_end = math.inf
+            return
+        self._book(job, job.alloc, -1)  # check against the free resources plus the job's own
+        try:
+            self._check_explicit(job, alloc)
+        finally:
+            self._book(job, job.alloc, +1)  # taken back; the move below releases them for good
+        self._lose_since_checkpoint(job)
+        self._release(j)
+        job.n_restart += 1
+        job.resume_at = self.now + self.options.restart_delay
+        devs = {self.nodes[n].device for n, _ in alloc}
+        self._take(j, alloc, devs.pop() if len(devs) == 1 else -2)
 
     def _check_explicit(self, job: RJob, alloc: list[tuple[int, int]]) -> None:
         if not job.min_workers <= len(alloc) <= job.max_workers:
@@ -513,33 +553,42 @@ class RefSim:
         else:
             self._suspend(j, lose_progress=True)
 
+    def _book(self, job: RJob, alloc: list[tuple[int, int]], sign: int) -> None:
+        """Take (sign +1) or give back (-1) the resources of ``alloc`` for ``job``."""
+        for n, g in alloc:
+            node = self.nodes[n]
+            node.free_cpus -= sign * job.cpus_need[node.device]
+            node.free_mem -= sign * job.mem
+            if g >= 0:
+                node.free_gpus -= sign
+                node.owner[g] = job.index if sign > 0 else -1
+
     def _release(self, j: int) -> None:
         job = self.jobs[j]
-        for n, g in job.alloc:
-            node = self.nodes[n]
-            node.free_cpus += job.cpus_need[node.device]
-            node.free_mem += job.mem
-            if g >= 0:
-                node.free_gpus += 1
-                node.owner[g] = -1
+        self._book(job, job.alloc, -1)
         self.segments.append((j, job.run_start, self.now, job.device))
         job.exec_time += self.now - job.run_start
+        job.attained += len(job.alloc) * (self.now - job.run_start)
         job.rate = 0.0
         job.finish = math.inf
         job.grace_end = math.inf
         self.running.remove(j)
 
-    def _suspend(self, j: int, lose_progress: bool) -> None:
-        job = self.jobs[j]
+    def _lose_since_checkpoint(self, job: RJob) -> None:
         interval = self.options.checkpoint_interval
-        if lose_progress and interval > 0 and self.options.checkpoint_unit == "work":
+        if interval > 0 and self.options.checkpoint_unit == "work":
             done = job.work - job.remaining
             snapshots = math.floor(done / interval + 1e-9 * max(1.0, done / interval))
             job.remaining = max(job.remaining, job.work - snapshots * interval)
-        elif lose_progress and interval > 0:
+        elif interval > 0:
             progressed = max(0.0, self.now - job.resume_at)
             lost = math.fmod(progressed, interval) * job.rate
             job.remaining = min(job.work, job.remaining + lost)
+
+    def _suspend(self, j: int, lose_progress: bool) -> None:
+        job = self.jobs[j]
+        if lose_progress:
+            self._lose_since_checkpoint(job)
         self._release(j)
         job.status = QUEUED
         self.queue.insert(0, j)
@@ -700,6 +749,53 @@ class RefView:
     exec_time = property(lambda self: self._jobs("exec_time", np.float64))
     nworkers = property(lambda self: _ro([len(j.alloc) if j.alloc else 0 for j in self._sim.jobs],
                                          np.int64))
+    run_start = property(lambda self: self._jobs("run_start", np.float64))
+
+    def attained_service(self, job: int | None = None) -> Any:
+        """Worker-seconds held, the current run included."""
+        sim = self._sim
+        out = [j.attained + (len(j.alloc) * (sim.now - j.run_start)
+                             if j.status in (RUNNING, GRACE) else 0.0) for j in sim.jobs]
+        return float(out[int(job)]) if job is not None else _ro(out, np.float64)
+
+    @property
+    def restart_delay(self) -> float:
+        return float(self.options.restart_delay)
+
+    @property
+    def at_round_boundary(self) -> bool:
+        L = self._sim.round_length
+        if not L:
+            return False
+        return abs(self.now - round(self.now / L) * L) <= 1e-9 * L
+
+    @property
+    def round_index(self) -> int:
+        L = self._sim.round_length
+        if not L:
+            return -1
+        return int(round(self.now / L)) if self.at_round_boundary else int(self.now // L)
+
+    def jobs_on_node(self, node: int) -> np.ndarray:
+        sim = self._sim
+        return _ro([j for j in sim.running if any(n == node for n, _ in sim.jobs[j].alloc)],
+                   np.int64)
+
+    def rate_of(self, job: int, placement: Placement) -> float:
+        sim = self._sim
+        alloc = list(zip([int(x) for x in placement.nodes], [int(x) for x in placement.gpus]))
+        return job_rate(sim.jobs[int(job)], alloc, sim.nodes, sim.options.scaling_exponent,
+                        sim.options.topology_coeff, sim.options.network_distance)
+
+    @property
+    def node_socket_of_gpu(self) -> np.ndarray:
+        nodes = self._sim.nodes
+        g = max(1, max(n.gpus for n in nodes))
+        return _ro([n.socket + [-1] * (g - n.gpus) for n in nodes], np.int64)
+
+    @property
+    def node_sockets(self) -> np.ndarray:
+        return _ro([n.sockets for n in self._sim.nodes], np.int64)
 
     def _workers_table(self, which: int) -> np.ndarray:
         out = [[-1] * self._wmax for _ in self._sim.jobs]
@@ -844,21 +940,32 @@ def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -
     sim = RefSim(scenario, seed=seed, round_length=round_length)
     every_instant = bool(getattr(scheduler, "call_when_queue_empty", False) or round_length)
     scheduler.reset(sim.view)
+    wakeup = getattr(scheduler, "next_wakeup", None)
+
+    def ask_wakeup() -> None:
+        if wakeup is not None:
+            t = wakeup(sim.view)
+            if t is not None and not t > sim.now:
+                raise SchedulingError(f"next_wakeup returned {t} at t={sim.now}")
+            sim.wakeup = math.inf if t is None else float(t)
+
+    ask_wakeup()
     while True:
-        round_due = sim.next_round
+        timed_due = min(sim.next_round, sim.wakeup)
         if not sim.step():
             break
         if check:
             sim.check()
-        if not sim.queue and not every_instant:
+        timed = sim.now >= timed_due
+        if not sim.queue and not every_instant and not timed:
             continue
         decisions = scheduler.decide(sim.view)
         sim.decision_points += 1
         if decisions:
             sim.apply(decisions)
-        elif (round_length and sim.now >= round_due and not sim.running
-              and sim.next_arrival == len(sim.jobs)):
-            break  # a round on an idle cluster with nothing to arrive changed nothing: stalled
+        elif timed and not sim.running and sim.next_arrival == len(sim.jobs):
+            break  # a timed instant on an idle cluster with nothing to arrive changed nothing
+        ask_wakeup()
         if check:
             sim.check()
     names = {i: d for i, d in enumerate(sim.devices)}

@@ -215,3 +215,22 @@ def test_registered_with_bad_parameters_named() -> None:
         AndreasRG(max_iter=0)
     with pytest.raises(ValueError, match="order"):
         FirstPrinciple("lifo")
+
+
+def test_rg_moves_jobs_and_keeps_whole_epochs() -> None:
+    """An urgent arrival takes node A x 2 at t = 100: deterministic RG moves J1 (A x 1) to the
+    slow T4 node B (a Move: a restart, no preemption). At the round at 300, J2 has 17.16
+    epochs left: A x 1 costs 18 s x 350 W = 6,300 J (282 whole epochs kept) against
+    A x 2's 12.13 s x 600 W = 7,279 J, so J2 moves to one GPU and J1 (140 epochs done)
+    moves back to A's other GPU: 860 s more (e = 0.5 makes one GPU the cheaper way)."""
+    slow_b = NodeSpec("B", gpu_type="T4", gpus=1, cpus=16, mem_gb=64,
+                      power=PowerModel(idle_w=50.0, gpu_active_w=70.0, cpu_core_active_w=0.0))
+    rows = [job(1, 1000.0, 6000.0, 1.0, e=0.5), job(2, 300.0, 400.0, 5.0, arrival=100.0, e=0.5)]
+    for r in rows:
+        r["tput_t4"] = 0.2
+    sc = scenario(rows, [NODE_A, slow_b])
+    res = hetgym.simulate(sc, AndreasRG(max_iter=1), check_every_event=True)
+    assert gangs(res, sc) == [(0, 0.0, 100.0, 0), (1, 100.0, 300.0, 0), (0, 100.0, 300.0, 1),
+                              (1, 300.0, 318.0, 0), (0, 300.0, 1160.0, 0)]
+    assert res.jobs["preemptions"].tolist() == [0, 0]
+    assert res.jobs["restarts"].tolist() == [2, 1]

@@ -3,8 +3,8 @@ work units (M10): the engine against the reference simulator, and hand examples.
 
 The parity tests draw the small scenarios of ``test_reference_equivalence`` and add
 ``min_workers``/``max_workers``/``scaling_exponent`` columns and the new options; a
-seeded random scheduler starts jobs with a random gang size g in their bounds on random
-free GPUs and preempts at random. Both simulators must give the same run, the same
+seeded random scheduler starts and moves jobs with a random gang size g in their bounds
+on random free GPUs and preempts at random. Both simulators must give the same run, the same
 energy per node and the same busy node-seconds.
 """
 
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import hetgym
 from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
-from hetgym.decisions import Placement, Preempt, SchedulingError, Start
+from hetgym.decisions import Move, Placement, Preempt, SchedulingError, Start
 from hetgym.metrics import node_books
 from hetgym.sim.engine import Simulator
 from hetgym.specs import PowerModel
@@ -51,11 +51,29 @@ def elastic_scenarios(draw) -> Scenario:
 
 
 class ElasticRandom:
-    """Seeded random starts with a gang size drawn in ``[min_workers, max_workers]`` on free
-    GPUs of any node where the job can run, and random preemptions (from the view alone)."""
+    """Seeded random starts and moves with a gang size drawn in ``[min_workers,
+    max_workers]`` on free GPUs of any node where the job can run, and random preemptions
+    (from the view alone)."""
 
-    def __init__(self, p_start: float = 0.6, p_preempt: float = 0.2) -> None:
-        self.p_start, self.p_preempt = p_start, p_preempt
+    def __init__(self, p_start: float = 0.6, p_preempt: float = 0.2, p_move: float = 0.15) -> None:
+        self.p_start, self.p_preempt, self.p_move = p_start, p_preempt, p_move
+
+    def _pick(self, view, cap, j: int, rng) -> Placement | None:
+        """A random placement of a random gang size on ``cap``'s free GPUs, taken from it."""
+        g = int(rng.integers(view.min_workers[j], view.max_workers[j] + 1))
+        free = [(n, k) for n in range(len(view.node_device))
+                if view.tput[j, view.node_device[n]] > 0
+                for k in range(int(view.node_gpus[n])) if cap.gpu_owner[n, k] < 0]
+        if len(free) < g:
+            return None
+        pick = sorted(free[i] for i in rng.permutation(len(free))[:g])
+        pl = Placement.of([p[0] for p in pick], [p[1] for p in pick])
+        trial = cap.copy()  # cores and memory must fit too
+        trial.take(j, pl.nodes, pl.gpus)
+        if (trial.free_cpus < -1e-9).any() or (trial.free_mem < -1e-9).any():
+            return None
+        cap.take(j, pl.nodes, pl.gpus)
+        return pl
 
     def reset(self, view) -> None:
         pass
@@ -73,23 +91,21 @@ class ElasticRandom:
                 if view.grace[j] <= 0:
                     cap.give(j)
                     continue
+            elif not view.in_grace(j) and rng.random() < self.p_move:
+                cap.give(j)
+                pl = self._pick(view, cap, j, rng)
+                if pl is None:
+                    g = int(view.nworkers[j])
+                    cap.take(j, view.worker_node[j, :g], view.worker_gpu[j, :g])
+                else:
+                    out.append(Move(j, pl))
             held += 1
         for j in view.queue.tolist():
             if rng.random() >= self.p_start and held:
                 continue
-            g = int(rng.integers(view.min_workers[j], view.max_workers[j] + 1))
-            free = [(n, k) for n in range(len(view.node_device))
-                    if view.tput[j, view.node_device[n]] > 0
-                    for k in range(int(view.node_gpus[n])) if cap.gpu_owner[n, k] < 0]
-            if len(free) < g:
+            pl = self._pick(view, cap, j, rng)
+            if pl is None:
                 continue
-            pick = sorted(free[i] for i in rng.permutation(len(free))[:g])
-            pl = Placement.of([p[0] for p in pick], [p[1] for p in pick])
-            trial = cap.copy()  # cores and memory must fit too
-            trial.take(j, pl.nodes, pl.gpus)
-            if (trial.free_cpus < -1e-9).any() or (trial.free_mem < -1e-9).any():
-                continue
-            cap.take(j, pl.nodes, pl.gpus)
             out.append(Start(j, None, pl))
             held += 1
         return out
