@@ -34,7 +34,10 @@ Assumptions (spec 4.5; tested in tests/baselines/test_andreas.py):
 * A-A4 nodes of one class are interchangeable; binding order (i) stay (A-A5), (ii) open
   node best fit, (iii) lowest unused node, (iv) other configurations on open nodes,
   (v) any unused node, (vi) postpone.
-* A-A5 a running job keeps its node when its chosen configuration still fits there.
+* A-A5 a running job keeps its node when its chosen configuration still fits there; its
+  GPUs are held back from the jobs placed before it in the order: steps (ii)-(v) bind them
+  around it first, and only then on any free GPU (without that, every arrival at the head of the order displaced a chain of
+  running jobs: 12,690 restarts for 400 jobs on andreas-sim N = 40, see docs/andreas.md).
 * A-A6 first-principle methods give each job a node of its own (``exclusive_nodes``).
 * A-A7 tardiness weights are EUR per second late; H for the worst-case tardiness of a
   postponed job is ``round_length``; rho = 100.
@@ -108,10 +111,11 @@ class AndreasRG:
         running = [j for j in view.running.tolist() if j not in pin]
         queued = view.queue.tolist()
         cand = np.asarray(running + queued, dtype=np.int64)
+        n_run = len(running)
         tab = config_table(view, cl, cand)
         has = (tab.dlen + tab.clen) > 0
-        outside = [int(j) for j, h in zip(cand[len(running):], has[len(running):]) if not h]
-        stuck = [int(j) for j, h in zip(cand[: len(running)], has[: len(running)]) if not h]
+        outside = [int(j) for j, h in zip(cand[n_run:], has[n_run:]) if not h]
+        stuck = [int(j) for j, h in zip(cand[:n_run], has[:n_run]) if not h]
         if stuck:  # running jobs with no configuration left (cannot happen for ANDREAS jobs)
             pinned += stuck
             running = [j for j in running if j not in set(stuck)]
@@ -121,13 +125,15 @@ class AndreasRG:
             return {}, running, outside, 0.0
         arrival = view.arrival[cand]
         base = rows[np.lexsort((cand[rows], arrival[rows], -tab.delta[rows]))]
-        cur = np.array([current_config(view, cl, int(j))[0] if j not in pin else -1 for j in cand],
-                       dtype=np.int64)
+        cur = np.full(len(cand), -1, dtype=np.int64)
+        cur_g = np.zeros(len(cand), dtype=np.int64)
+        for r, j in enumerate(cand[:n_run].tolist()):
+            cur[r], _, cur_g[r] = current_config(view, cl, j)
         out_node = np.empty(len(cand), dtype=np.int64)
         out_cfg = np.empty(len(cand), dtype=np.int64)
         f = rg_search_nb(base, np.ascontiguousarray(view.weight[cand]),
                          np.ascontiguousarray(view.deadline[cand]), tab.cls, tab.g, tab.t, tab.dl,
-                         tab.dlen, tab.cl, tab.clen, tab.mj, cur, cl.of_node, free, is_open, first_t,
+                         tab.dlen, tab.cl, tab.clen, tab.mj, cur, cur_g, cl.of_node, free, is_open, first_t,
                          first_c, cl.start, cl.nodes, cl.rate, float(view.now), self.round_length,
                          float(self.rho), float(self.alpha), float(self.beta), float(self.pi),
                          int(self.max_iter), seed, out_node, out_cfg)

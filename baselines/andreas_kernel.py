@@ -118,18 +118,27 @@ def _pick_nb(n, frac, randomised):
 
 
 @njit(cache=True)
-def _open_fit_nb(k, g, node_free, node_open, cls_start, cls_nodes, beta, randomised, scr):
-    """Best-fit open node of class k with >= g free GPUs in the plan (fewest left, lowest
-    index on ties); randomised: uniform among the first max(1, round(beta x count))."""
+def _open_fit_nb(k, g, node_free, node_res, node_open, cls_start, cls_nodes, beta, randomised,
+                 scr):
+    """Best-fit open node of class k with >= g free GPUs in the plan beyond ``node_res``
+    (fewest left, lowest index on ties); randomised: uniform among the first
+    max(1, round(beta x count))."""
     c = 0
     for p in range(cls_start[k], cls_start[k + 1]):
         n = cls_nodes[p]
-        if node_open[n] and node_free[n] >= g:
+        if node_open[n] and node_free[n] - node_res[n] >= g:
             scr[c] = n
             c += 1
     if c == 0:
         return -1
-    # order the candidates by (free - g, node) ascending (insertion sort: few open nodes)
+    top = 1 if not randomised or c <= 1 else max(1, int(np.round(beta * c)))
+    if top == 1:  # the best fit: fewest GPUs left, lowest index on ties (candidates ascend)
+        b = scr[0]
+        for a in range(1, c):
+            if node_free[scr[a]] < node_free[b]:
+                b = scr[a]
+        return b
+    # order the candidates by (free, node) ascending (insertion sort) and draw among the top
     for a in range(1, c):
         x = scr[a]
         b = a
@@ -138,25 +147,68 @@ def _open_fit_nb(k, g, node_free, node_open, cls_start, cls_nodes, beta, randomi
             scr[b] = scr[b - 1]
             b -= 1
         scr[b] = x
-    return scr[_pick_nb(c, beta, randomised)]
+    return scr[np.random.randint(0, top)]
 
 
 @njit(cache=True)
-def _unused_nb(k, g, node_free, node_open, cls_start, cls_nodes):
-    """Lowest-index unused (not open) node of class k with >= g free GPUs, or -1."""
+def _unused_nb(k, g, node_free, node_res, node_open, cls_start, cls_nodes):
+    """Lowest-index unused (not open) node of class k with >= g free GPUs beyond
+    ``node_res``, or -1."""
     for p in range(cls_start[k], cls_start[k + 1]):
         n = cls_nodes[p]
-        if not node_open[n] and node_free[n] >= g:
+        if not node_open[n] and node_free[n] - node_res[n] >= g:
             return n
     return -1
 
 
 @njit(cache=True)
+def _bind_same_nb(j, e, cfg_cls, cfg_g, node_free, node_res, node_open, cls_start, cls_nodes,
+                  beta, rnd, scr):
+    """Steps (ii) an open node of the class, best fit, (iii) the lowest-index unused node of
+    the class, for entry e of job row j; the node or -1. ``node_res`` holds GPUs back."""
+    k = cfg_cls[j, e]
+    g = cfg_g[j, e]
+    n = _open_fit_nb(k, g, node_free, node_res, node_open, cls_start, cls_nodes, beta, rnd, scr)
+    if n >= 0:
+        return n
+    return _unused_nb(k, g, node_free, node_res, node_open, cls_start, cls_nodes)
+
+
+@njit(cache=True)
+def _bind_other_nb(j, e, cfg_cls, cfg_g, dl, dlen, cl, clen, node_free, node_res, node_open,
+                   cls_start, cls_nodes, scr):
+    """Steps (iv) ASSIGN_TO_SUBOPTIMAL (the other entries, D* by cost then D*^C by time, on
+    open nodes, best fit) and (v) (A-A4: the first entry fitting an unused node of any
+    class); returns (node, entry) or (-1, e)."""
+    for s in range(dlen[j] + clen[j]):
+        e2 = dl[j, s] if s < dlen[j] else cl[j, s - dlen[j]]
+        if e2 == e:
+            continue
+        n = _open_fit_nb(cfg_cls[j, e2], cfg_g[j, e2], node_free, node_res, node_open, cls_start,
+                         cls_nodes, 0.0, False, scr)
+        if n >= 0:
+            return n, e2
+    for s in range(dlen[j] + clen[j]):
+        e2 = dl[j, s] if s < dlen[j] else cl[j, s - dlen[j]]
+        n = _unused_nb(cfg_cls[j, e2], cfg_g[j, e2], node_free, node_res, node_open, cls_start,
+                       cls_nodes)
+        if n >= 0:
+            return n, e2
+    return -1, e
+
+
+@njit(cache=True)
 def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, mj,
-                 cur_node, node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
+                 cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
                  cls_nodes, cls_rate, now, horizon_h, rho, alpha, beta, pi, max_iter, seed,
                  out_node, out_cfg):
     """Algorithm 1 of the paper with the assignment rules of spec 4.1 step 4 (c).
+
+    A-A5 (a running job keeps its node when its configuration still fits there) is
+    upheld against jobs placed before it: the GPUs of running jobs (``cur_node``,
+    ``cur_g``) are held back until their own turn: steps (ii)-(v) first bind a job around
+    them (another node, or another configuration), and only when nothing fits that way
+    again on every free GPU, displacing a running job.
 
     Iteration 0 is the deterministic greedy (``base_order`` = pressure descending, first
     entry of D* else of D*^C, best-fit node); iterations 1 .. max_iter - 1 randomise
@@ -181,6 +233,8 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
     plan_node = np.full(nrow, -1, dtype=np.int64)
     plan_cfg = np.full(nrow, -1, dtype=np.int64)
     scr = np.empty(nn, dtype=np.int64)
+    node_res = np.zeros(nn, dtype=np.int64)
+    zero = np.zeros(nn, dtype=np.int64)
     best = np.inf
     for i in range(nrow):
         out_node[i] = -1
@@ -192,13 +246,26 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
             swap_pass_nb(order, weight, pi)
         node_free[:] = node_free0
         node_open[:] = node_open0
+        node_res[:] = 0
+        for q in range(nj):
+            c = cur_node[base_order[q]]
+            if c >= 0:
+                node_res[c] += cur_g[base_order[q]]
         first_t[:] = first_t0
         first_c[:] = first_c0
         f = 0.0
+        free_total = 0
+        for n in range(nn):
+            free_total += node_free[n]
         for q in range(nj):
             j = order[q]
             plan_node[j] = -1
             plan_cfg[j] = -1
+            if free_total == 0:  # the plan has no GPU left: every job from here is postponed
+                late = now + horizon_h + mj[j] - deadline[j]
+                if late > 0.0:
+                    f += rho * weight[j] * late
+                continue
             if dlen[j] > 0:
                 e = dl[j, _pick_nb(dlen[j], alpha, rnd)]
             elif clen[j] > 0:
@@ -209,30 +276,24 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
             g = cfg_g[j, e]
             n = -1
             c = cur_node[j]
-            if c >= 0 and node_cls[c] == k and node_free[c] >= g:  # (i) stay (A-A5)
-                n = c
-            if n < 0:  # (ii) an open node of the class, best fit
-                n = _open_fit_nb(k, g, node_free, node_open, cls_start, cls_nodes, beta, rnd, scr)
-            if n < 0:  # (iii) the lowest-index unused node of the class
-                n = _unused_nb(k, g, node_free, node_open, cls_start, cls_nodes)
-            if n < 0:  # (iv) ASSIGN_TO_SUBOPTIMAL: other entries on open nodes
-                for s in range(dlen[j] + clen[j]):
-                    e2 = dl[j, s] if s < dlen[j] else cl[j, s - dlen[j]]
-                    if e2 == e:
-                        continue
-                    n = _open_fit_nb(cfg_cls[j, e2], cfg_g[j, e2], node_free, node_open,
-                                     cls_start, cls_nodes, beta, False, scr)
-                    if n >= 0:
-                        e = e2
-                        break
-            if n < 0:  # (v) A-A4: the first entry that fits an unused node of any class
-                for s in range(dlen[j] + clen[j]):
-                    e2 = dl[j, s] if s < dlen[j] else cl[j, s - dlen[j]]
-                    n = _unused_nb(cfg_cls[j, e2], cfg_g[j, e2], node_free, node_open,
-                                   cls_start, cls_nodes)
-                    if n >= 0:
-                        e = e2
-                        break
+            if c >= 0:
+                node_res[c] -= cur_g[j]  # its turn: the job's own GPUs are no longer held back
+                if node_cls[c] == k and node_free[c] >= g:  # (i) stay (A-A5)
+                    n = c
+            # (ii)-(v) first on GPUs not held back for running jobs still to come, then
+            # (ii)-(v) again on every free GPU (a running job may be displaced)
+            if n < 0:
+                n = _bind_same_nb(j, e, cfg_cls, cfg_g, node_free, node_res, node_open, cls_start,
+                                  cls_nodes, beta, rnd, scr)
+            if n < 0:
+                n, e = _bind_other_nb(j, e, cfg_cls, cfg_g, dl, dlen, cl, clen, node_free, node_res,
+                                      node_open, cls_start, cls_nodes, scr)
+            if n < 0:
+                n = _bind_same_nb(j, e, cfg_cls, cfg_g, node_free, zero, node_open, cls_start,
+                                  cls_nodes, beta, rnd, scr)
+            if n < 0:
+                n, e = _bind_other_nb(j, e, cfg_cls, cfg_g, dl, dlen, cl, clen, node_free, zero,
+                                      node_open, cls_start, cls_nodes, scr)
             if n < 0:  # (vi) postpone
                 late = now + horizon_h + mj[j] - deadline[j]
                 if late > 0.0:
@@ -243,6 +304,7 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
             plan_node[j] = n
             plan_cfg[j] = e
             node_free[n] -= g
+            free_total -= g
             node_open[n] = True
             late = now + t - deadline[j]
             if late > 0.0:

@@ -218,11 +218,12 @@ def test_registered_with_bad_parameters_named() -> None:
 
 
 def test_rg_moves_jobs_and_keeps_whole_epochs() -> None:
-    """An urgent arrival takes node A x 2 at t = 100: deterministic RG moves J1 (A x 1) to the
-    slow T4 node B (a Move: a restart, no preemption). At the round at 300, J2 has 17.16
-    epochs left: A x 1 costs 18 s x 350 W = 6,300 J (282 whole epochs kept) against
-    A x 2's 12.13 s x 600 W = 7,279 J, so J2 moves to one GPU and J1 (140 epochs done)
-    moves back to A's other GPU: 860 s more (e = 0.5 makes one GPU the cheaper way)."""
+    """J1 runs on A x 1 (e = 0.5 makes one GPU the cheapest); the urgent J2 arrives at 100
+    and binds around it (A's other GPU, step (v): 100 + 300 = 400 is on time). At the
+    round at 300 J2 (100 epochs left, due 400) must take A x 2 (70.7 s; A x 1 would end at
+    400, not before): deterministic RG moves J1 to the slow T4 node B (a Move: a restart,
+    no preemption) and back to A when J2 ends at 370.71; the moves keep whole epochs only
+    (314 of 314.14 done, 686 s more on A x 1)."""
     slow_b = NodeSpec("B", gpu_type="T4", gpus=1, cpus=16, mem_gb=64,
                       power=PowerModel(idle_w=50.0, gpu_active_w=70.0, cpu_core_active_w=0.0))
     rows = [job(1, 1000.0, 6000.0, 1.0, e=0.5), job(2, 300.0, 400.0, 5.0, arrival=100.0, e=0.5)]
@@ -230,7 +231,9 @@ def test_rg_moves_jobs_and_keeps_whole_epochs() -> None:
         r["tput_t4"] = 0.2
     sc = scenario(rows, [NODE_A, slow_b])
     res = hetgym.simulate(sc, AndreasRG(max_iter=1), check_every_event=True)
-    assert gangs(res, sc) == [(0, 0.0, 100.0, 0), (1, 100.0, 300.0, 0), (0, 100.0, 300.0, 1),
-                              (1, 300.0, 318.0, 0), (0, 300.0, 1160.0, 0)]
+    t2 = round(300.0 + 100.0 / 2 ** 0.5, 6)
+    assert gangs(res, sc) == [(0, 0.0, 300.0, 0), (1, 100.0, 300.0, 0), (1, 300.0, t2, 0),
+                              (0, 300.0, t2, 1), (0, t2, round(t2 + 686.0, 6), 0)]
     assert res.jobs["preemptions"].tolist() == [0, 0]
     assert res.jobs["restarts"].tolist() == [2, 1]
+    assert res.summary()["tardiness_cost"] == 0.0
