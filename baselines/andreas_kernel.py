@@ -282,18 +282,15 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
                     n = c
             # (ii)-(v) first on GPUs not held back for running jobs still to come, then
             # (ii)-(v) again on every free GPU (a running job may be displaced)
-            if n < 0:
-                n = _bind_same_nb(j, e, cfg_cls, cfg_g, node_free, node_res, node_open, cls_start,
+            for pas in range(2):
+                if n >= 0:
+                    break
+                held = node_res if pas == 0 else zero
+                n = _bind_same_nb(j, e, cfg_cls, cfg_g, node_free, held, node_open, cls_start,
                                   cls_nodes, beta, rnd, scr)
-            if n < 0:
-                n, e = _bind_other_nb(j, e, cfg_cls, cfg_g, dl, dlen, cl, clen, node_free, node_res,
-                                      node_open, cls_start, cls_nodes, scr)
-            if n < 0:
-                n = _bind_same_nb(j, e, cfg_cls, cfg_g, node_free, zero, node_open, cls_start,
-                                  cls_nodes, beta, rnd, scr)
-            if n < 0:
-                n, e = _bind_other_nb(j, e, cfg_cls, cfg_g, dl, dlen, cl, clen, node_free, zero,
-                                      node_open, cls_start, cls_nodes, scr)
+                if n < 0:
+                    n, e = _bind_other_nb(j, e, cfg_cls, cfg_g, dl, dlen, cl, clen, node_free,
+                                          held, node_open, cls_start, cls_nodes, scr)
             if n < 0:  # (vi) postpone
                 late = now + horizon_h + mj[j] - deadline[j]
                 if late > 0.0:

@@ -48,8 +48,9 @@ OBJECTIVE = {"energy_cost": 1.0, "tardiness": 1.0}
 
 def andreas_options(**overrides) -> SimOptions:
     """ANDREAS' simulation options (module docstring); ``overrides`` replace any field."""
-    base = dict(energy_price=0.172, pue=1.33, idle_power="busy_nodes", checkpoint_unit="work",
-                checkpoint_interval=1.0, restart_delay=10.0, tardiness_price=1.0)
+    base = {"energy_price": 0.172, "pue": 1.33, "idle_power": "busy_nodes",
+            "checkpoint_unit": "work", "checkpoint_interval": 1.0, "restart_delay": 10.0,
+            "tardiness_price": 1.0}
     return SimOptions(**{**base, **overrides})
 
 
@@ -79,7 +80,8 @@ def andreas_sim(n_nodes: int = 10, gpus: str = "2/1", seed: int = 0, load: float
     g_v, g_t = LAYOUTS[gpus]
     n_v = int(n_nodes) // 2
     n_t = int(n_nodes) - n_v
-    kw = dict(cpus=int(a["node_cpus"]), mem_gb=float(a["node_mem_gb"]), sockets=int(a["sockets"]))
+    kw = {"cpus": int(a["node_cpus"]), "mem_gb": float(a["node_mem_gb"]),
+          "sockets": int(a["sockets"])}
     cluster = ClusterSpec([NodeSpec("v100", count=n_v, gpu_type="V100", gpus=g_v, **kw),
                            NodeSpec("t4", count=n_t, gpu_type="T4", gpus=g_t, **kw)])
     n = int(n_jobs) if n_jobs is not None else 10 * int(n_nodes)
