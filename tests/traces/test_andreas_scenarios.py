@@ -43,12 +43,12 @@ def test_andreas_sim_load_scales_arrivals() -> None:
                                      ("andreas-armida", {"elastic": True})])
 def test_env_runs_the_andreas_scenarios(name: str, kw: dict) -> None:
     env = gym.make("HetCluster-v0", scenario=name, scenario_kwargs=kw)
-    obs, info = env.reset(seed=0)
+    _, info = env.reset(seed=0)
     terms = set()
     for _ in range(30):
         mask = info["action_mask"] if "action_mask" in info else env.unwrapped.action_masks()
         a = int(np.flatnonzero(mask)[0])
-        obs, r, term, trunc, info = env.step(a)
+        _, _, term, trunc, info = env.step(a)
         terms |= set(info.get("reward_terms", {}))
         if term or trunc:
             break
