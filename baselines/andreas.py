@@ -33,7 +33,8 @@ Assumptions (spec 4.5; tested in tests/baselines/test_andreas.py):
   interference are not looked at (ANDREAS' jobs have comm = 0).
 * A-A4 nodes of one class are interchangeable; binding order (i) stay (A-A5), (ii) open
   node best fit, (iii) lowest unused node, (iv) other configurations on open nodes,
-  (v) any unused node, (vi) postpone.
+  (v) any unused node, (vi) postpone. The best plan's nodes are then permuted within
+  each class to keep running jobs where they are (same f_OBJ, fewer migrations).
 * A-A5 a running job keeps its node when its chosen configuration still fits there; its
   GPUs are held back from the jobs placed before it in the order: steps (ii)-(v) bind them
   around it first, and only then on any free GPU (without that, every arrival at the head of the order displaced a chain of
@@ -60,11 +61,12 @@ from baselines.andreas_kernel import rg_search_nb
 from baselines.andreas_parts import (
     NodeClasses,
     config_table,
-    current_config,
+    current_configs,
     fits_node,
     pinned_jobs,
     pinned_nodes,
     plan_decisions,
+    relabel_nodes,
     start_outside_model,
     take_gpus,
 )
@@ -125,10 +127,9 @@ class AndreasRG:
             return {}, running, outside, 0.0
         arrival = view.arrival[cand]
         base = rows[np.lexsort((cand[rows], arrival[rows], -tab.delta[rows]))]
-        cur = np.full(len(cand), -1, dtype=np.int64)
-        cur_g = np.zeros(len(cand), dtype=np.int64)
-        for r, j in enumerate(cand[:n_run].tolist()):
-            cur[r], _, cur_g[r] = current_config(view, cl, j)
+        cur, _, cur_g = current_configs(view, cl, cand)
+        cur[n_run:] = -1
+        cur_g = np.maximum(cur_g, 0)
         out_node = np.empty(len(cand), dtype=np.int64)
         out_cfg = np.empty(len(cand), dtype=np.int64)
         f = rg_search_nb(base, np.ascontiguousarray(view.weight[cand]),
@@ -139,7 +140,8 @@ class AndreasRG:
                          int(self.max_iter), seed, out_node, out_cfg)
         targets = {int(cand[r]): (int(out_node[r]), int(tab.g[r, out_cfg[r]]))
                    for r in base.tolist() if out_node[r] >= 0}
-        return targets, running, outside, float(f)
+        current = {int(cand[r]): (int(cur[r]), int(cur_g[r])) for r in range(n_run) if cur[r] >= 0}
+        return relabel_nodes(targets, current, cl, free), running, outside, float(f)
 
     def decide(self, view: Any) -> list[Decision]:
         targets, running, outside, f = self.plan(view)

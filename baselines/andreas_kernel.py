@@ -118,25 +118,28 @@ def _pick_nb(n, frac, randomised):
 
 
 @njit(cache=True)
-def _open_fit_nb(k, g, node_free, node_res, node_open, cls_start, cls_nodes, beta, randomised,
-                 scr):
-    """Best-fit open node of class k with >= g free GPUs in the plan beyond ``node_res``
-    (fewest left, lowest index on ties); randomised: uniform among the first
-    max(1, round(beta x count))."""
+def _open_fit_nb(k, g, node_free, node_res, open_list, open_cnt, beta, randomised, scr, cls_free):
+    """Best-fit open node of class k (``open_list[k, :open_cnt[k]]``) with >= g free GPUs in
+    the plan beyond ``node_res`` (fewest left, lowest index on ties); randomised: uniform
+    among the first max(1, round(beta x count)). ``cls_free[k]`` (free GPUs of the class)
+    rejects in O(1)."""
+    if cls_free[k] < g:
+        return -1
     c = 0
-    for p in range(cls_start[k], cls_start[k + 1]):
-        n = cls_nodes[p]
-        if node_open[n] and node_free[n] - node_res[n] >= g:
+    for p in range(open_cnt[k]):
+        n = open_list[k, p]
+        if node_free[n] - node_res[n] >= g:
             scr[c] = n
             c += 1
     if c == 0:
         return -1
     top = 1 if not randomised or c <= 1 else max(1, int(np.round(beta * c)))
-    if top == 1:  # the best fit: fewest GPUs left, lowest index on ties (candidates ascend)
+    if top == 1:  # the best fit: fewest GPUs left, lowest index on ties
         b = scr[0]
         for a in range(1, c):
-            if node_free[scr[a]] < node_free[b]:
-                b = scr[a]
+            x = scr[a]
+            if node_free[x] < node_free[b] or (node_free[x] == node_free[b] and x < b):
+                b = x
         return b
     # order the candidates by (free, node) ascending (insertion sort) and draw among the top
     for a in range(1, c):
@@ -151,9 +154,11 @@ def _open_fit_nb(k, g, node_free, node_res, node_open, cls_start, cls_nodes, bet
 
 
 @njit(cache=True)
-def _unused_nb(k, g, node_free, node_res, node_open, cls_start, cls_nodes):
+def _unused_nb(k, g, node_free, node_res, node_open, cls_start, cls_nodes, cls_free):
     """Lowest-index unused (not open) node of class k with >= g free GPUs beyond
     ``node_res``, or -1."""
+    if cls_free[k] < g:
+        return -1
     for p in range(cls_start[k], cls_start[k + 1]):
         n = cls_nodes[p]
         if not node_open[n] and node_free[n] - node_res[n] >= g:
@@ -163,20 +168,20 @@ def _unused_nb(k, g, node_free, node_res, node_open, cls_start, cls_nodes):
 
 @njit(cache=True)
 def _bind_same_nb(j, e, cfg_cls, cfg_g, node_free, node_res, node_open, cls_start, cls_nodes,
-                  beta, rnd, scr):
+                  open_list, open_cnt, beta, rnd, scr, cls_free):
     """Steps (ii) an open node of the class, best fit, (iii) the lowest-index unused node of
     the class, for entry e of job row j; the node or -1. ``node_res`` holds GPUs back."""
     k = cfg_cls[j, e]
     g = cfg_g[j, e]
-    n = _open_fit_nb(k, g, node_free, node_res, node_open, cls_start, cls_nodes, beta, rnd, scr)
+    n = _open_fit_nb(k, g, node_free, node_res, open_list, open_cnt, beta, rnd, scr, cls_free)
     if n >= 0:
         return n
-    return _unused_nb(k, g, node_free, node_res, node_open, cls_start, cls_nodes)
+    return _unused_nb(k, g, node_free, node_res, node_open, cls_start, cls_nodes, cls_free)
 
 
 @njit(cache=True)
 def _bind_other_nb(j, e, cfg_cls, cfg_g, dl, dlen, cl, clen, node_free, node_res, node_open,
-                   cls_start, cls_nodes, scr):
+                   cls_start, cls_nodes, open_list, open_cnt, scr, cls_free):
     """Steps (iv) ASSIGN_TO_SUBOPTIMAL (the other entries, D* by cost then D*^C by time, on
     open nodes, best fit) and (v) (A-A4: the first entry fitting an unused node of any
     class); returns (node, entry) or (-1, e)."""
@@ -184,14 +189,14 @@ def _bind_other_nb(j, e, cfg_cls, cfg_g, dl, dlen, cl, clen, node_free, node_res
         e2 = dl[j, s] if s < dlen[j] else cl[j, s - dlen[j]]
         if e2 == e:
             continue
-        n = _open_fit_nb(cfg_cls[j, e2], cfg_g[j, e2], node_free, node_res, node_open, cls_start,
-                         cls_nodes, 0.0, False, scr)
+        n = _open_fit_nb(cfg_cls[j, e2], cfg_g[j, e2], node_free, node_res, open_list, open_cnt,
+                         0.0, False, scr, cls_free)
         if n >= 0:
             return n, e2
     for s in range(dlen[j] + clen[j]):
         e2 = dl[j, s] if s < dlen[j] else cl[j, s - dlen[j]]
         n = _unused_nb(cfg_cls[j, e2], cfg_g[j, e2], node_free, node_res, node_open, cls_start,
-                       cls_nodes)
+                       cls_nodes, cls_free)
         if n >= 0:
             return n, e2
     return -1, e
@@ -235,6 +240,24 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
     scr = np.empty(nn, dtype=np.int64)
     node_res = np.zeros(nn, dtype=np.int64)
     zero = np.zeros(nn, dtype=np.int64)
+    nk = cls_start.shape[0] - 1
+    cls_free0 = np.zeros(nk, dtype=np.int64)
+    for n in range(nn):
+        if node_cls[n] >= 0:
+            cls_free0[node_cls[n]] += node_free0[n]
+    cls_free = np.empty(nk, dtype=np.int64)
+    width = 1
+    for k in range(nk):
+        width = max(width, cls_start[k + 1] - cls_start[k])
+    open_list = np.empty((nk, width), dtype=np.int64)
+    open_cnt0 = np.zeros(nk, dtype=np.int64)
+    for p in range(cls_nodes.shape[0]):  # nodes open from the start (pinned jobs), ascending
+        n = cls_nodes[p]
+        if node_open0[n]:
+            k = node_cls[n]
+            open_list[k, open_cnt0[k]] = n
+            open_cnt0[k] += 1
+    open_cnt = np.empty(nk, dtype=np.int64)
     best = np.inf
     for i in range(nrow):
         out_node[i] = -1
@@ -247,6 +270,8 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
         node_free[:] = node_free0
         node_open[:] = node_open0
         node_res[:] = 0
+        cls_free[:] = cls_free0
+        open_cnt[:] = open_cnt0
         for q in range(nj):
             c = cur_node[base_order[q]]
             if c >= 0:
@@ -287,10 +312,11 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
                     break
                 held = node_res if pas == 0 else zero
                 n = _bind_same_nb(j, e, cfg_cls, cfg_g, node_free, held, node_open, cls_start,
-                                  cls_nodes, beta, rnd, scr)
+                                  cls_nodes, open_list, open_cnt, beta, rnd, scr, cls_free)
                 if n < 0:
                     n, e = _bind_other_nb(j, e, cfg_cls, cfg_g, dl, dlen, cl, clen, node_free,
-                                          held, node_open, cls_start, cls_nodes, scr)
+                                          held, node_open, cls_start, cls_nodes, open_list,
+                                          open_cnt, scr, cls_free)
             if n < 0:  # (vi) postpone
                 late = now + horizon_h + mj[j] - deadline[j]
                 if late > 0.0:
@@ -301,7 +327,12 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
             plan_node[j] = n
             plan_cfg[j] = e
             node_free[n] -= g
+            cls_free[node_cls[n]] -= g
             free_total -= g
+            if not node_open[n]:
+                k = node_cls[n]
+                open_list[k, open_cnt[k]] = n
+                open_cnt[k] += 1
             node_open[n] = True
             late = now + t - deadline[j]
             if late > 0.0:

@@ -28,7 +28,7 @@ __all__ = [
     "ConfigTable",
     "NodeClasses",
     "config_table",
-    "current_config",
+    "current_configs",
     "eur_per_joule",
     "fits_node",
     "pinned_jobs",
@@ -113,16 +113,20 @@ class ConfigTable:
         return self.dl[i, : self.dlen[i]].tolist() + self.cl[i, : self.clen[i]].tolist()
 
 
-def current_config(view, classes: NodeClasses, j: int) -> tuple[int, int, int]:
-    """(node, class, g) of running job j on one GPU node, else (-1, -1, -1)."""
-    g = int(view.nworkers[j])
-    if g <= 0 or view.status[j] not in (RUNNING, GRACE):
-        return -1, -1, -1
-    nodes = view.worker_node[j, :g]
-    n = int(nodes[0])
-    if (nodes != n).any() or classes.of_node[n] < 0:
-        return -1, -1, -1
-    return n, int(classes.of_node[n]), g
+def current_configs(view, classes: NodeClasses, jobs: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(node, class, g) of each job's current run when it holds GPUs of one GPU node
+    (running or in a grace period), else (-1, -1, -1); int64 arrays."""
+    jobs = np.asarray(jobs, dtype=np.int64)
+    g = np.asarray(view.nworkers[jobs], dtype=np.int64)
+    st = np.asarray(view.status[jobs])
+    wn = np.asarray(view.worker_node[jobs])
+    first = wn[:, 0] if wn.shape[0] else np.zeros(0, dtype=np.int64)
+    slot = np.arange(wn.shape[1])[None, :] < g[:, None]
+    one_node = ((wn == first[:, None]) | ~slot).all(axis=1)
+    cls = np.where(first >= 0, classes.of_node[np.maximum(first, 0)], -1)
+    ok = (g > 0) & ((st == RUNNING) | (st == GRACE)) & one_node & (cls >= 0)
+    return (np.where(ok, first, -1).astype(np.int64), np.where(ok, cls, -1).astype(np.int64),
+            np.where(ok, g, -1).astype(np.int64))
 
 
 def config_table(view, classes: NodeClasses, jobs: np.ndarray) -> ConfigTable:
@@ -130,10 +134,7 @@ def config_table(view, classes: NodeClasses, jobs: np.ndarray) -> ConfigTable:
     jobs = np.ascontiguousarray(jobs, dtype=np.int64)
     nj = len(jobs)
     kmax = max(1, int(classes.gpus.sum()))
-    cur_cls = np.full(nj, -1, dtype=np.int64)
-    cur_g = np.full(nj, -1, dtype=np.int64)
-    for i, j in enumerate(jobs.tolist()):
-        _, cur_cls[i], cur_g[i] = current_config(view, classes, j)
+    _, cur_cls, cur_g = current_configs(view, classes, jobs)
     ran = ~np.isnan(view.first_start[jobs])
     delay = np.where(ran, float(view.options.restart_delay), 0.0)
     out = ConfigTable(jobs=jobs, cls=np.zeros((nj, kmax), np.int64), g=np.zeros((nj, kmax), np.int64),
@@ -175,13 +176,12 @@ def pinned_jobs(view, classes: NodeClasses) -> list[int]:
     (a preemption would not free their GPUs now), at the preemption limit, or placed
     outside ANDREAS' model (across nodes, on a CPU node)."""
     limit = view.max_preemptions
-    out = []
-    for j in view.running.tolist():
-        if (view.in_grace(j) or view.grace[j] > 0
-                or (limit is not None and view.n_preempt[j] >= limit)
-                or current_config(view, classes, j)[0] < 0):
-            out.append(j)
-    return out
+    run = np.asarray(view.running, dtype=np.int64)
+    node, _, _ = current_configs(view, classes, run)
+    bad = (np.asarray(view.status[run]) == GRACE) | (view.grace[run] > 0) | (node < 0)
+    if limit is not None:
+        bad |= view.n_preempt[run] >= limit
+    return run[bad].tolist()
 
 
 def pinned_nodes(view, classes: NodeClasses, pinned: list[int]):
@@ -223,6 +223,47 @@ def take_gpus(view, cap, j: int, n: int, g: int) -> Placement:
     pl = Placement.of([n] * g, gpus.tolist())
     cap.take(j, pl.nodes, pl.gpus)
     return pl
+
+
+def relabel_nodes(targets: dict[int, tuple[int, int]], current: dict[int, tuple[int, int]],
+                  classes: NodeClasses, free0: np.ndarray) -> dict[int, tuple[int, int]]:
+    """The same plan with its nodes permuted within each class to keep running jobs where
+    they are (A-A4: nodes of a class are interchangeable, so f_OBJ does not change).
+
+    ``current[j] = (node, g)`` of the running jobs. Each planned node's set of jobs (a bin)
+    goes to a node of its class that can hold it (``free0``: GPUs left by pinned jobs),
+    greedily by the number of its jobs that would keep their node and g there (most
+    first; ties: the bin's own node, then lower indices); the other bins keep their node
+    when it is still free, else take the lowest free node of the class that holds them.
+    """
+    bins: dict[int, list[int]] = {}
+    for j, (n, _) in targets.items():
+        bins.setdefault(n, []).append(j)
+    need = {n: sum(targets[j][1] for j in js) for n, js in bins.items()}
+    pairs = []
+    for n, js in bins.items():
+        score: dict[int, int] = {}
+        for j in js:
+            c = current.get(j)
+            if c is not None and c[1] == targets[j][1] and classes.of_node[c[0]] == classes.of_node[n]:
+                score[c[0]] = score.get(c[0], 0) + 1
+        pairs += [(-k, m != n, n, m) for m, k in score.items() if need[n] <= free0[m]]
+    pairs.sort()
+    where: dict[int, int] = {}
+    taken: set[int] = set()
+    for _, _, n, m in pairs:
+        if n not in where and m not in taken:
+            where[n] = m
+            taken.add(m)
+    for n in sorted(bins):
+        if n in where:
+            continue
+        k = int(classes.of_node[n])
+        cands = [n] + classes.nodes[classes.start[k]:classes.start[k + 1]].tolist()
+        m = next(m for m in cands if m not in taken and need[n] <= free0[m])
+        where[n] = m
+        taken.add(m)
+    return {j: (where[n], g) for j, (n, g) in targets.items()}
 
 
 def plan_decisions(view, cap, targets: dict[int, tuple[int, int]], replan: list[int]) -> list[Decision]:
