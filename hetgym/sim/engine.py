@@ -282,9 +282,15 @@ class Simulator:
                           placement: Placement) -> tuple[int, np.ndarray, np.ndarray]:
         """Check an explicit placement's shape (one worker per entry of the job's gang, all on
         ``device`` if given) and return ``(W, nodes, gpus)`` as the kernels take them."""
-        w = int(self.jobs.workers[job])
-        if len(placement) != w:
+        jb = self.jobs
+        w = int(jb.workers[job])
+        lo, hi = int(jb.min_workers[job]), int(jb.max_workers[job])
+        if lo == hi == w and len(placement) != w:
             raise SchedulingError(f"{what}: job {job} has {w} workers, placement has {len(placement)}")
+        if not lo <= len(placement) <= hi:
+            raise SchedulingError(f"{what}: job {job} takes {lo} to {hi} workers (min_workers, "
+                                  f"max_workers), placement has {len(placement)}")
+        w = len(placement)
         nodes = np.ascontiguousarray(placement.nodes, dtype=np.int64)
         gpus = np.ascontiguousarray(placement.gpus, dtype=np.int64)
         if device is not None:
@@ -408,7 +414,7 @@ class Simulator:
         used_g = np.zeros_like(ns.free_gpus)
         used_c = np.zeros_like(ns.free_cpus)
         for j in self.running_jobs().tolist():
-            w = int(jb.workers[j])
+            w = int(js.nworkers[j])
             for n, g in zip(js.worker_node[j, :w].tolist(), js.worker_gpu[j, :w].tolist()):
                 used_c[n] += jb.cpus_need[j, nd.dev[n]]
                 if g >= 0:
