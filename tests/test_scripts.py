@@ -61,3 +61,13 @@ def test_report(sweep):
     assert len(runs) == 4 and set(runs["seed"]) == {0, 1}
     md = (out / "report.md").read_text()
     assert md.count("\n| ") >= 3  # header + 2 schedulers
+
+
+def test_report_labels_units(sweep):
+    """report.md names the unit of every time column (a readable one, not raw seconds)."""
+    out = sweep / "rep_units"
+    _run([str(ROOT / "scripts" / "report.py"), str(sweep), "--out", str(out), "--no-plots"], cwd=sweep)
+    md = (out / "report.md").read_text()
+    head = next(line for line in md.splitlines() if line.startswith("| scheduler"))
+    assert "avg JCT (" in head and "makespan (" in head and "energy (kWh)" in head
+    assert "avg_jct" not in head
