@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import gymnasium as gym
 import numpy as np
 
-from agents.envtools import EnvConfig, policy_mask, policy_obs, resolve_action
+from agents.envtools import EnvConfig, policy_mask, resolve_action
 from hetgym.specs import Scenario
 
 if TYPE_CHECKING:  # pragma: no cover
     from stable_baselines3.common.base_class import BaseAlgorithm
     from stable_baselines3.common.vec_env import VecEnv
 
-__all__ = ["ALGOS", "AgentConfig", "algo_class", "MaskFn", "RescaleTime", "ResolveAction", "Wrap",
+__all__ = ["ALGOS", "AgentConfig", "algo_class", "MaskFn", "ResolveAction", "Wrap",
            "make_env",
            "make_vec_env",
            "linear_schedule"]
@@ -135,17 +135,6 @@ class AgentConfig:
                    **self.extra)
 
 
-class RescaleTime(gym.ObservationWrapper):
-    """Observation wrapper applying :func:`agents.envtools.policy_obs` (``time_scale``)."""
-
-    def __init__(self, env: gym.Env, time_scale: float) -> None:
-        super().__init__(env)
-        self.time_scale = float(time_scale)
-
-    def observation(self, observation: np.ndarray) -> np.ndarray:
-        return policy_obs(self.env.unwrapped, observation, self.time_scale)  # type: ignore[arg-type]
-
-
 class ResolveAction(gym.ActionWrapper):
     """Carry out :func:`agents.envtools.resolve_action` (for policies that ignore the mask)."""
 
@@ -159,16 +148,14 @@ class ResolveAction(gym.ActionWrapper):
 
 
 class Wrap:
-    """Picklable ``wrapper_class`` for ``make_vec_env``: ``RescaleTime``, ``ActionMasker``
-    (masked algorithms) or ``ResolveAction`` (the others)."""
+    """Picklable ``wrapper_class`` for ``make_vec_env``: ``ActionMasker`` (masked
+    algorithms) or ``ResolveAction`` (the others)."""
 
     def __init__(self, env_config: EnvConfig, masked: bool) -> None:
         self.env_config = env_config
         self.masked = masked
 
     def __call__(self, env: gym.Env) -> gym.Env:
-        if self.env_config.time_scale is not None:
-            env = RescaleTime(env, self.env_config.time_scale)
         if self.masked:
             from sb3_contrib.common.wrappers import ActionMasker
 
@@ -197,18 +184,33 @@ def make_env(scenario: Scenario | str, env_config: EnvConfig, masked: bool = Tru
 def make_vec_env(scenario: Scenario | str, env_config: EnvConfig, n_envs: int = 4,
                  seed: int = 0, vec_env: str = "dummy", masked: bool = True,
                  monitor_dir: str | None = None) -> "VecEnv":
-    """``n_envs`` copies in a ``DummyVecEnv`` (``vec_env="dummy"``) or ``SubprocVecEnv``.
+    """``n_envs`` copies in a ``DummyVecEnv`` (``vec_env="dummy"``), a ``SubprocVecEnv``
+    (``"subproc"``) or the batched env (``"batched"``: all copies stepped in one compiled
+    call, :class:`agents.vecenv.BatchedVecEnv`; masked algorithms only).
 
-    Each copy is wrapped in ``Monitor`` (episode returns and lengths), in
-    ``RescaleTime`` when ``env_config.time_scale`` is set, and, when ``masked``,
-    in ``ActionMasker`` (else in ``ResolveAction``); copy i is seeded ``seed + i``, so copies
-    draw different trace windows.
+    Each copy is wrapped in ``Monitor`` (episode returns and lengths; ``VecMonitor`` for
+    the batched env) and, when ``masked``, in ``ActionMasker`` (else in ``ResolveAction``);
+    copy i is seeded ``seed + i``, so copies draw different trace windows.
     """
     from stable_baselines3.common.env_util import make_vec_env as _mve
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    if vec_env not in ("dummy", "subproc"):
-        raise ValueError(f"vec_env must be 'dummy' or 'subproc', got {vec_env!r}")
+    if vec_env not in ("dummy", "subproc", "batched"):
+        raise ValueError(f"vec_env must be 'dummy', 'subproc' or 'batched', got {vec_env!r}")
+    if vec_env == "batched":
+        if not masked:
+            raise ValueError("vec_env='batched' needs a masked algorithm (maskable_ppo): the "
+                             "batched env has no ResolveAction wrapper")
+        import os
+
+        from stable_baselines3.common.vec_env import VecMonitor
+
+        from agents.vecenv import BatchedVecEnv
+
+        venv = BatchedVecEnv(n_envs, scenario=scenario, **env_config.env_kwargs())
+        venv.seed(seed)
+        path = None if monitor_dir is None else os.path.join(monitor_dir, "batched")
+        return VecMonitor(venv, filename=path)
     cls = SubprocVecEnv if vec_env == "subproc" else DummyVecEnv
     return _mve("HetCluster-v0", n_envs=n_envs, seed=seed, monitor_dir=monitor_dir,
                 env_kwargs={"scenario": scenario, **env_config.env_kwargs()},

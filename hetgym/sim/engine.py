@@ -108,7 +108,7 @@ class Simulator:
             run = self.state.run
             placed = (0, 1, run.out_node, run.out_gpu)
             lead = {"step_nb": (), "start_nb": placed, "move_nb": placed,
-                    "place_start_nb": (0, 0), "suspend_nb": (0, True)}[name]
+                    "place_start_nb": (0, 0), "preempt_nb": (0,)}[name]
             e = self._entries[name] = self._binder.entry(getattr(E, name), *lead)
         return e
 
@@ -350,15 +350,9 @@ class Simulator:
             raise SchedulingError(
                 f"Preempt: job {job} was already preempted {js.n_preempt[job]} times (limit {limit})"
             )
-        js.n_preempt[job] += 1
-        gp = float(self.jobs.grace[job])
-        if gp > 0:
-            js.status[job] = GRACE
-            js.grace_end[job] = self.now + gp
-        else:
-            if self.ctr[CTR_SEG] + 1 > self.state.run.seg_i.shape[0]:
-                self.grow_segments()
-            self._kernel("suspend_nb")(job, True, self.params, self.state)
+        if self._kernel("preempt_nb")(job, self.params, self.state) == E.STEP_LOG_FULL:
+            self.grow_segments()
+            self._kernel("preempt_nb")(job, self.params, self.state)
 
     def grow_segments(self) -> None:
         """Double the segment log (called when a kernel reports it full)."""
