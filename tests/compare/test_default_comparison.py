@@ -44,3 +44,25 @@ def test_seed_stability_default_comparison() -> None:
     """The main job's comparison itself (DEFAULT_SCHEDULERS, 512 jobs, seeds 0-4; ~20 s)."""
     runs = run_grid("hetero-small", DEFAULT_SCHEDULERS, range(5), progress=False)
     _check(runs, min_same=4)
+
+
+@pytest.mark.slow
+def test_readme_shows_the_main_jobs_output(capsys) -> None:
+    """The README's expected output is what ``python -m hetgym.compare`` prints (all but the
+    wall-clock ``decide p99`` column)."""
+    from pathlib import Path
+
+    from hetgym.compare import main
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = text.split("## The main job", 1)[1].split("```text\n", 1)[1].split("\n```", 1)[0]
+    assert main(["--no-progress"]) == 0
+    out = capsys.readouterr().out.strip()
+
+    def strip_decide(lines: list[str]) -> list[str]:
+        head = lines[1].split(" | ")
+        col = next(i for i, c in enumerate(head) if c.startswith("decide p99"))
+        return [" | ".join(c for i, c in enumerate(line.split(" | ")) if i != col)
+                if line.startswith("|") else line for line in lines]
+
+    assert strip_decide(out.splitlines()) == strip_decide(block.splitlines())
