@@ -34,6 +34,7 @@ from numba import njit
 
 from baselines.allox_parts import (
     AlloXProgress,
+    admit_pairs,
     MachinePool,
     ceil_users,
     match_first_jobs,
@@ -44,7 +45,7 @@ from baselines.classic import PolicyScheduler
 from baselines.kernels import jsq_omega_nb
 from baselines.drf import DRFA, DRFF, DRFS, EqualShare
 from baselines.parts import ArrivalOrder, FastestFirst, FastestOnly, GreedyAdmission
-from hetgym.decisions import Decision, Start
+from hetgym.decisions import Decision, Placement, Start
 from hetgym.sim.codes import JobStatus
 from hetgym.sim.view import CapacityModel, View
 
@@ -361,23 +362,8 @@ class SJFPlus:
         ok = (np.isfinite(p) & (free > 0)[None, :] & may_fit(view, cap, q, free)).ravel()
         idx = np.flatnonzero(ok)
         flat = idx[np.argsort(p.ravel()[idx], kind="stable")]
-        c = p.shape[1]
-        started = np.zeros(len(q), dtype=bool)
-        out: list[Decision] = []
-        for f in flat.tolist():
-            k, d = divmod(f, c)
-            if started[k] or free[d] <= 0 or not np.isfinite(p[k, d]):
-                continue
-            job = int(q[k])
-            pl = cap.place(job, d)
-            if pl is None:
-                continue
-            out.append(Start(job, d, pl))
-            started[k] = True
-            free[d] -= int(view.workers[job])
-            if not free.any():
-                break
-        return out
+        jobs, devs, nodes, gpus = admit_pairs(view, cap, flat, q, p, free)
+        return [Start(int(j), int(d), Placement(nd, gp)) for j, d, nd, gp in zip(jobs, devs, nodes, gpus)]
 
 
 @dataclass

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from baselines.kernels import pairs_admit_nb
+from hetgym.sim.dispatch import entry
 from hetgym.sim.view import CapacityModel, View
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,6 +41,7 @@ __all__ = [
     "slots_per_device",
     "may_fit",
     "MachinePool",
+    "admit_pairs",
     "match_first_jobs",
     "job_shares",
     "ShareModel",
@@ -139,6 +142,26 @@ def may_fit(view: View, cap: CapacityModel, jobs: np.ndarray, free: np.ndarray) 
         ok &= (c <= 0) | (tot_c[None, :] / np.where(c > 0, c, 1.0) + tol >= w)
         ok &= (m <= 0) | (tot_m[None, :] / np.where(m > 0, m, 1.0) + tol >= w)
     return ok
+
+
+def admit_pairs(view: View, cap: CapacityModel, pairs: np.ndarray, q: np.ndarray, p: np.ndarray,
+                free: np.ndarray) -> tuple[list[int], list[int], list[np.ndarray], list[np.ndarray]]:
+    """Start ``(job, device type)`` pairs in order while machines are free (Numba:
+    :func:`baselines.kernels.pairs_admit_nb`, which says how). ``cap`` and ``free`` are
+    updated. Returns the started jobs, their types, nodes and GPUs."""
+    sim = view.simulator
+    n = len(pairs)
+    out_nodes = np.empty((n, view.worker_node.shape[1]), dtype=np.int64)
+    out_gpus = np.empty_like(out_nodes)
+    out_job = np.empty(n, dtype=np.int64)
+    out_dev = np.empty(n, dtype=np.int64)
+    args = (np.ascontiguousarray(pairs, dtype=np.int64), p.shape[1], np.ascontiguousarray(q, dtype=np.int64),
+            np.ascontiguousarray(p), free, view.workers, view.cpus_need, view.mem, int(cap.policy),
+            sim.nodes, cap.ns, sim.state.run.scr_i, out_job, out_dev, out_nodes, out_gpus)
+    k = entry(pairs_admit_nb, *args)(*args)
+    w = np.asarray(view.workers)[out_job[:k]]
+    return (out_job[:k].tolist(), out_dev[:k].tolist(), [out_nodes[i, : w[i]] for i in range(k)],
+            [out_gpus[i, : w[i]] for i in range(k)])
 
 
 @dataclass

@@ -2,7 +2,8 @@
 straightforward rules kept here (the code they replaced, written for clarity).
 
 ``JSQPlus`` keeps the machines' projected free times incrementally (a Numba walk over
-the jobs queued at machines) instead of recomputing them per arrival.
+the jobs queued at machines) instead of recomputing them per arrival; ``SJFPlus`` walks
+its (job, device type) pairs in Numba.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 import baselines
 import hetgym
 from baselines.allox import JSQPlus
-from baselines.allox_parts import slots_per_device
+from baselines.allox_parts import may_fit, slots_per_device
 from hetgym.decisions import Start
 from tests.baselines.test_fast_paths import assert_same_schedule
 
@@ -100,3 +101,42 @@ def test_jsq_plus_matches_plain_rule(name, kw) -> None:
     sc = hetgym.scenarios.get(name, **kw)
     assert_same_schedule(sc, baselines.make("jsq+"), PlainJSQ())
     assert isinstance(baselines.make("jsq+"), JSQPlus)
+
+
+class PlainSJFPlus:
+    """SJF+: repeatedly start the (job, device type with a free machine) pair of least
+    processing time, placing it with ``CapacityModel.place``."""
+
+    round_length = None
+
+    def reset(self, view) -> None:
+        pass
+
+    def decide(self, view) -> list:
+        q = np.asarray(view.queue)
+        cap = view.capacity()
+        free = slots_per_device(view, free=True, cap=cap)
+        if not free.any():
+            return []
+        p = view.durations(q)
+        ok = (np.isfinite(p) & (free > 0)[None, :] & may_fit(view, cap, q, free)).ravel()
+        idx = np.flatnonzero(ok)
+        started = np.zeros(len(q), dtype=bool)
+        out = []
+        for f in idx[np.argsort(p.ravel()[idx], kind="stable")].tolist():
+            k, d = divmod(f, p.shape[1])
+            if started[k] or free[d] <= 0:
+                continue
+            pl = cap.place(int(q[k]), d)
+            if pl is not None:
+                out.append(Start(int(q[k]), d, pl))
+                started[k] = True
+                free[d] -= int(view.workers[q[k]])
+                if not free.any():
+                    break
+        return out
+
+
+@pytest.mark.parametrize("name, kw", SCENARIOS)
+def test_sjf_plus_matches_plain_rule(name, kw) -> None:
+    assert_same_schedule(hetgym.scenarios.get(name, **kw), baselines.make("sjf+"), PlainSJFPlus())
