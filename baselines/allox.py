@@ -45,7 +45,7 @@ from baselines.classic import PolicyScheduler
 from baselines.kernels import jsq_omega_nb
 from baselines.drf import DRFA, DRFF, DRFS, EqualShare
 from baselines.parts import ArrivalOrder, FastestFirst, FastestOnly, GreedyAdmission
-from hetgym.decisions import Decision, Placement, Start
+from hetgym.decisions import Decision, Start
 from hetgym.sim.codes import JobStatus
 from hetgym.sim.view import CapacityModel, View
 
@@ -362,8 +362,7 @@ class SJFPlus:
         ok = (np.isfinite(p) & (free > 0)[None, :] & may_fit(view, cap, q, free)).ravel()
         idx = np.flatnonzero(ok)
         flat = idx[np.argsort(p.ravel()[idx], kind="stable")]
-        jobs, devs, nodes, gpus = admit_pairs(view, cap, flat, q, p, free)
-        return [Start(int(j), int(d), Placement(nd, gp)) for j, d, nd, gp in zip(jobs, devs, nodes, gpus)]
+        return list(admit_pairs(view, cap, flat, q, p, free))
 
 
 @dataclass

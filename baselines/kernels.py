@@ -5,6 +5,7 @@
   (:class:`baselines.allox.JSQPlus`).
 * :func:`pairs_admit_nb`: SJF+'s walk over (job, device type) pairs
   (:class:`baselines.allox.SJFPlus`).
+* :func:`share_fill_nb`: ES filling one user's share (:class:`baselines.drf.EqualShare`).
 
 :func:`srpt_decide_nb` carries out SRPT's rule (see the class docstring) at one
 decision point: movable running jobs (not in a grace period, under the preemption
@@ -30,7 +31,7 @@ from numba import njit
 
 from hetgym.sim.kernels import alloc_nb, may_fit_arrays_nb, node_slots_nb, place_nb
 
-__all__ = ["NEED_MORE", "jsq_omega_nb", "pairs_admit_nb", "srpt_decide_nb"]
+__all__ = ["NEED_MORE", "jsq_omega_nb", "pairs_admit_nb", "share_fill_nb", "srpt_decide_nb"]
 
 #: Return value (minus the group's position) when a group's prefix ran out: call again
 #: with longer prefixes.
@@ -72,7 +73,10 @@ def _room_nb(d, w, cpus, mem, nodes, cap):
     by_dev = nodes.by_dev
     tot = 0
     for i in range(nodes.dev_start[d], nodes.dev_start[d + 1]):
-        tot += node_slots_nb(by_dev[i], is_cpu, cpus, mem, free_gpus, free_cpus, free_mem)
+        n = by_dev[i]
+        if not is_cpu and free_gpus[n] <= 0:
+            continue  # no slot there (and no division to find that out)
+        tot += node_slots_nb(n, is_cpu, cpus, mem, free_gpus, free_cpus, free_mem)
         if tot >= w:
             return True
     return False
@@ -278,3 +282,53 @@ def pairs_admit_nb(pairs, n_dev, q, p, free, workers, cpus_need, mem, policy, no
         if not (free != 0).any():
             break
     return n
+
+
+@njit(cache=True)
+def share_fill_nb(u, jobs, dur, order, w, may, used, quota, cpus_need, mem, policy, nodes, cap,
+                  scr_i, out_job, out_dev, out_nodes, out_gpus):
+    """ES (``order="sjf"``) for user ``u``: for each device type in ``order`` while her
+    share ``quota[u, d]`` has room (``used``, updated), her jobs that can run there
+    (finite ``dur[:, d]``) shortest first (stable) start if they fit her share (or she
+    holds nothing there) and the placement kernel finds room on ``cap``. A job is tried
+    on one type at most; ``may[k, d]`` False: it surely does not fit (used up untried).
+    Returns the number of starts written to ``out_*``."""
+    n = jobs.shape[0]
+    left = np.ones(n, dtype=np.bool_)
+    wmax = out_nodes.shape[1]
+    tmp_n = np.empty(wmax, dtype=np.int64)
+    tmp_g = np.empty(wmax, dtype=np.int64)
+    fin = np.empty(n, dtype=np.int64)
+    keys = np.empty(n)
+    out = 0
+    for d in order:
+        if used[u, d] >= quota[u, d]:
+            continue
+        m = 0
+        for k in range(n):
+            if np.isfinite(dur[k, d]):
+                fin[m] = k
+                keys[m] = dur[k, d]
+                m += 1
+        srt = np.argsort(keys[:m], kind="mergesort")
+        for i in range(m):
+            if used[u, d] >= quota[u, d]:
+                break
+            k = fin[srt[i]]
+            if not left[k] or not (used[u, d] + w[k] <= quota[u, d] or used[u, d] == 0):
+                continue
+            left[k] = False
+            if not may[k, d]:
+                continue
+            j = jobs[k]
+            if _room_nb(d, w[k], cpus_need[j, d], mem[j], nodes, cap) and \
+                    place_nb(d, w[k], cpus_need[j, d], mem[j], policy, nodes, cap, scr_i, tmp_n,
+                             tmp_g):
+                alloc_nb(j, w[k], tmp_n, tmp_g, 1, cpus_need[j], mem[j], nodes, cap)
+                out_job[out] = j
+                out_dev[out] = d
+                out_nodes[out, : w[k]] = tmp_n[: w[k]]
+                out_gpus[out, : w[k]] = tmp_g[: w[k]]
+                out += 1
+                used[u, d] += w[k]
+    return out

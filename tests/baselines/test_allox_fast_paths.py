@@ -3,7 +3,8 @@ straightforward rules kept here (the code they replaced, written for clarity).
 
 ``JSQPlus`` keeps the machines' projected free times incrementally (a Numba walk over
 the jobs queued at machines) instead of recomputing them per arrival; ``SJFPlus`` walks
-its (job, device type) pairs in Numba.
+its (job, device type) pairs in Numba; ``EqualShare`` ("sjf") fills a user's share in
+Numba.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 import baselines
 import hetgym
 from baselines.allox import JSQPlus
+from baselines.drf import EqualShare
 from baselines.allox_parts import may_fit, slots_per_device
 from hetgym.decisions import Start
 from tests.baselines.test_fast_paths import assert_same_schedule
@@ -140,3 +142,41 @@ class PlainSJFPlus:
 @pytest.mark.parametrize("name, kw", SCENARIOS)
 def test_sjf_plus_matches_plain_rule(name, kw) -> None:
     assert_same_schedule(hetgym.scenarios.get(name, **kw), baselines.make("sjf+"), PlainSJFPlus())
+
+
+class PlainES(EqualShare):
+    """ES with each user's share filled in Python: per device type (most favoured first),
+    the user's jobs shortest first, each placed with ``CapacityModel.place``."""
+
+    def decide(self, view) -> list:
+        q = np.asarray(view.queue)
+        cap = view.capacity()
+        used = np.zeros_like(self.quota)
+        for j in view.running.tolist():
+            if view.device[j] >= 0:
+                used[int(view.user[j]), int(view.device[j])] += int(view.workers[j])
+        out = []
+        for u in sorted(set(np.asarray(view.user)[q].tolist())):
+            arr = q[np.asarray(view.user)[q] == u]
+            dur = view.durations(arr)
+            counts = np.bincount(np.argmin(dur, axis=1), minlength=dur.shape[1])
+            left = np.ones(len(arr), dtype=bool)
+            for d in np.argsort(-counts, kind="stable").tolist():
+                fin = np.flatnonzero(np.isfinite(dur[:, d]))
+                for k in fin[np.argsort(dur[fin, d], kind="stable")].tolist():
+                    w = int(view.workers[arr[k]])
+                    if used[u, d] >= self.quota[u, d]:
+                        break
+                    if not left[k] or not (used[u, d] + w <= self.quota[u, d] or used[u, d] == 0):
+                        continue
+                    left[k] = False
+                    pl = cap.place(int(arr[k]), d)
+                    if pl is not None:
+                        out.append(Start(int(arr[k]), d, pl))
+                        used[u, d] += w
+        return out
+
+
+@pytest.mark.parametrize("name, kw", SCENARIOS)
+def test_es_matches_plain_rule(name, kw) -> None:
+    assert_same_schedule(hetgym.scenarios.get(name, **kw), baselines.make("es"), PlainES())
