@@ -32,6 +32,13 @@ iterations when a checkpoint interval is set. Every start after the first
 pays the restart delay. Rate = W x min per-worker throughput x
 W ** (exponent - 1) x topology factor.
 
+Elastic jobs (``min_workers``/``max_workers``): an explicit placement of g workers with
+min <= g <= max is valid; W above is then g, and the exponent is the job's own
+``scaling_exponent`` (default the scenario's). With ``idle_power="busy_nodes"`` a node
+draws its idle power only while it hosts a worker; energy is kept per node as well.
+With ``checkpoint_unit="work"`` a GP=0 preemption keeps the completed work rounded
+down to a multiple of ``checkpoint_interval`` iterations.
+
 Public entry point: :func:`simulate`.
 """
 
@@ -44,7 +51,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hetgym.decisions import Placement, Preempt, SchedulingError, Start, Wait
+from hetgym.decisions import Move, Placement, Preempt, SchedulingError, Start, Wait
 
 __all__ = ["simulate", "RefResult", "RefSim", "RefView", "RefCapacity", "place", "slots_on_node"]
 
@@ -69,6 +76,8 @@ class RNode:
     idle_w: float
     gpu_w: float
     core_w: float
+    socket: list = field(default_factory=list)  # CPU socket of each GPU
+    sockets: int = 1
     free_gpus: int = 0
     free_cpus: float = 0.0
     free_mem: float = 0.0
@@ -94,6 +103,9 @@ class RJob:
     deadline: float
     weight: float
     forkable: bool
+    min_workers: int = 1
+    max_workers: int = 1
+    exponent: float = 1.0
     status: int = FUTURE
     remaining: float = 0.0
     rate: float = 0.0
@@ -104,6 +116,7 @@ class RJob:
     first_start: float = math.nan
     end: float = math.nan
     exec_time: float = 0.0
+    attained: float = 0.0  # worker-seconds held in finished runs
     n_preempt: int = 0
     n_restart: int = 0
     device: int = -1  # -1 never ran, -2 mixed
@@ -209,12 +222,13 @@ def place(nodes: list[RNode], dev: int, workers: int, need_cpus: float, need_mem
 
 def job_rate(job: RJob, alloc: list[tuple[int, int]], nodes: list[RNode], exponent: float,
              coeff: float, network_distance: float) -> float:
-    """W x slowest worker's throughput x W**(exponent-1) x topology factor."""
+    """W x slowest worker's throughput x W**(e-1) x topology factor (W = len(alloc), e = the
+    job's own exponent; ``exponent``, the scenario's, is its default)."""
     w = len(alloc)
     slowest = min(job.tput[nodes[n].device] for n, _ in alloc)
     rate = w * slowest
-    if exponent != 1.0:
-        rate *= w ** (exponent - 1.0)
+    if job.exponent != 1.0:
+        rate *= w ** (job.exponent - 1.0)
     if w > 1 and job.comm > 0 and coeff > 0:
         total = 0.0
         for a in range(w):
@@ -230,6 +244,12 @@ def job_rate(job: RJob, alloc: list[tuple[int, int]], nodes: list[RNode], expone
         if mean > 1.0:
             rate /= 1.0 + coeff * job.comm * (mean - 1.0)
     return rate
+
+
+def _even_sockets(gpus: int, sockets: int) -> list[int]:
+    """GPUs split evenly over the sockets, in order (e.g. 4 GPUs, 2 sockets: 0, 0, 1, 1)."""
+    per = max(1, math.ceil(gpus / max(1, sockets)))
+    return [g // per for g in range(gpus)]
 
 
 # -------------------------------------------------------------------- simulator
@@ -250,6 +270,8 @@ class RefSim:
                     name=f"{spec.name}-{i}", device=self.devices.index(spec.device),
                     is_cpu=spec.gpu_type is None, gpus=int(spec.gpus), cpus=float(spec.cpus),
                     mem=float(spec.mem_gb), dist=dist, idle_w=idle, gpu_w=gw, core_w=cw,
+                    socket=_even_sockets(int(spec.gpus), int(spec.sockets)),
+                    sockets=max(1, int(spec.sockets)),
                     free_gpus=int(spec.gpus), free_cpus=float(spec.cpus), free_mem=float(spec.mem_gb),
                     owner=[-1] * int(spec.gpus)))
         fr = scenario.workload.frame
@@ -268,7 +290,10 @@ class RefSim:
                 tput=[float(row[f"tput_{d}"]) for d in self.devices], cpus_need=need,
                 mem=float(row["mem_gb"]), grace=grace, comm=float(row["comm"]),
                 deadline=float(row["deadline"]), weight=float(row["weight"]),
-                forkable=bool(row["forkable"]), remaining=float(row["work"])))
+                forkable=bool(row["forkable"]), remaining=float(row["work"]),
+                min_workers=_int_or(row.get("min_workers"), int(row["workers"])),
+                max_workers=_int_or(row.get("max_workers"), int(row["workers"])),
+                exponent=_float_or(row.get("scaling_exponent"), float(opts.scaling_exponent))))
         self.n_users = len(users)
         self.service = [0.0] * self.n_users
         self.now = 0.0
@@ -277,8 +302,12 @@ class RefSim:
         self.next_arrival = 0
         self.round_length = round_length
         self.next_round = round_length if round_length else math.inf
+        self.wakeup = math.inf  # the scheduler's next wake-up
         self.rng = np.random.default_rng(seed)
         self.energy_j = 0.0
+        self.busy_nodes = opts.idle_power == "busy_nodes"
+        self.node_energy = [0.0] * len(self.nodes)
+        self.node_busy = [0.0] * len(self.nodes)
         self.busy_time = {d: 0.0 for d in self.devices}
         self.events = 0
         self.decision_points = 0
@@ -297,12 +326,14 @@ class RefSim:
             times.append(job.finish)
             if job.status == GRACE:
                 times.append(job.grace_end)
-        if self.round_length and (self.running or self.queue):
-            times.append(self.next_round)
+        if self.running or self.queue:
+            if self.round_length:
+                times.append(self.next_round)
+            times.append(self.wakeup)
         return min(times)
 
     def _power_and_busy(self) -> tuple[float, dict[str, float]]:
-        power = sum(n.idle_w for n in self.nodes)
+        power = sum(n.idle_w for n in self.nodes) if not self.busy_nodes else 0.0
         busy = {d: 0.0 for d in self.devices}
         for job in self._holding():
             for n, g in job.alloc:
@@ -314,7 +345,24 @@ class RefSim:
                     cores = job.cpus_need[node.device]
                     power += node.core_w * cores
                     busy[self.devices[node.device]] += cores
+        if self.busy_nodes:
+            power += sum(self.nodes[n].idle_w for n in self._hosting())
         return power, busy
+
+    def _hosting(self) -> set[int]:
+        """Nodes with at least one worker now."""
+        return {n for job in self._holding() for n, _ in job.alloc}
+
+    def _node_power(self) -> list[float]:
+        """Each node's power now (W): idle (always, or while hosting) + its busy units."""
+        hosting = self._hosting()
+        out = [n.idle_w if (not self.busy_nodes or k in hosting) else 0.0
+               for k, n in enumerate(self.nodes)]
+        for job in self._holding():
+            for n, g in job.alloc:
+                node = self.nodes[n]
+                out[n] += node.gpu_w if g >= 0 else node.core_w * job.cpus_need[node.device]
+        return out
 
     def _move_time_to(self, t: float) -> None:
         assert t >= self.now, f"time went back from {self.now} to {t}"
@@ -324,7 +372,11 @@ class RefSim:
                 since = max(self.now, job.resume_at)
                 if t > since:
                     job.remaining -= job.rate * (t - since)
-                self.service[job.user] += job.workers * dt
+                self.service[job.user] += len(job.alloc) * dt
+            for k, p in enumerate(self._node_power()):
+                self.node_energy[k] += p * dt
+            for k in self._hosting():
+                self.node_busy[k] += dt
             power, busy = self._power_and_busy()
             self.energy_j += power * dt
             for d, b in busy.items():
@@ -356,6 +408,8 @@ class RefSim:
             self.next_arrival += 1
         while self.next_round <= t:
             self.next_round += self.round_length
+        if self.wakeup <= t:
+            self.wakeup = math.inf
         self.events += 1
         return True
 
@@ -366,6 +420,8 @@ class RefSim:
                 self.start(d.job, d.device, d.placement)
             elif isinstance(d, Preempt):
                 self.preempt(d.job)
+            elif isinstance(d, Move):
+                self.move(d.job, d.placement)
             elif isinstance(d, Wait):
                 pass
             else:
@@ -405,34 +461,56 @@ class RefSim:
             self._check_explicit(job, alloc)
             devs = {nodes[n].device for n, _ in alloc}
             dev = devs.pop() if len(devs) == 1 else -2
-        # take the resources
-        for n, g in alloc:
-            node = nodes[n]
-            node.free_cpus -= job.cpus_need[node.device]
-            node.free_mem -= job.mem
-            if g >= 0:
-                node.free_gpus -= 1
-                node.owner[g] = j
-        job.alloc = alloc
-        job.rate = job_rate(job, alloc, nodes, self.options.scaling_exponent,
-                            self.options.topology_coeff, self.options.network_distance)
         if math.isnan(job.first_start):
             job.first_start = self.now
             job.resume_at = self.now
         else:
             job.n_restart += 1
             job.resume_at = self.now + self.options.restart_delay
+        self.queue.remove(j)
+        self._take(j, alloc, dev)
+
+    def _take(self, j: int, alloc: list[tuple[int, int]], dev: int) -> None:
+        """Take the resources of ``alloc`` and run job ``j`` on them (resume_at already set)."""
+        job = self.jobs[j]
+        nodes = self.nodes
+        self._book(job, alloc, +1)
+        job.alloc = alloc
+        job.rate = job_rate(job, alloc, nodes, self.options.scaling_exponent,
+                            self.options.topology_coeff, self.options.network_distance)
         job.finish = job.resume_at + job.remaining / job.rate
         job.run_start = self.now
         job.device = dev
         job.status = RUNNING
-        self.queue.remove(j)
         self.running.append(j)
 
+    def move(self, j: int, placement: Placement) -> None:
+        """Re-allocate a running job (or one in its grace period): see ``hetgym.decisions.Move``."""
+        j = int(j)
+        if not 0 <= j < len(self.jobs) or self.jobs[j].status not in (RUNNING, GRACE):
+            raise SchedulingError(f"Move: job {j} is not RUNNING")
+        job = self.jobs[j]
+        alloc = list(zip([int(x) for x in placement.nodes], [int(x) for x in placement.gpus]))
+        if sorted(alloc) == sorted(job.alloc):
+            job.status = RUNNING
+            job.grace_end = math.inf
+            return
+        self._book(job, job.alloc, -1)  # check against the free resources plus the job's own
+        try:
+            self._check_explicit(job, alloc)
+        finally:
+            self._book(job, job.alloc, +1)  # taken back; the move below releases them for good
+        self._lose_since_checkpoint(job)
+        self._release(j)
+        job.n_restart += 1
+        job.resume_at = self.now + self.options.restart_delay
+        devs = {self.nodes[n].device for n, _ in alloc}
+        self._take(j, alloc, devs.pop() if len(devs) == 1 else -2)
+
     def _check_explicit(self, job: RJob, alloc: list[tuple[int, int]]) -> None:
-        if len(alloc) != job.workers:
-            raise SchedulingError(f"Start: job {job.index} has {job.workers} workers, "
-                                  f"placement has {len(alloc)}")
+        if not job.min_workers <= len(alloc) <= job.max_workers:
+            raise SchedulingError(f"Start: job {job.index} takes {job.min_workers}.."
+                                  f"{job.max_workers} workers, placement has {len(alloc)}")
         need_c: dict[int, float] = {}
         need_m: dict[int, float] = {}
         seen = set()
@@ -475,29 +553,42 @@ class RefSim:
         else:
             self._suspend(j, lose_progress=True)
 
+    def _book(self, job: RJob, alloc: list[tuple[int, int]], sign: int) -> None:
+        """Take (sign +1) or give back (-1) the resources of ``alloc`` for ``job``."""
+        for n, g in alloc:
+            node = self.nodes[n]
+            node.free_cpus -= sign * job.cpus_need[node.device]
+            node.free_mem -= sign * job.mem
+            if g >= 0:
+                node.free_gpus -= sign
+                node.owner[g] = job.index if sign > 0 else -1
+
     def _release(self, j: int) -> None:
         job = self.jobs[j]
-        for n, g in job.alloc:
-            node = self.nodes[n]
-            node.free_cpus += job.cpus_need[node.device]
-            node.free_mem += job.mem
-            if g >= 0:
-                node.free_gpus += 1
-                node.owner[g] = -1
+        self._book(job, job.alloc, -1)
         self.segments.append((j, job.run_start, self.now, job.device))
         job.exec_time += self.now - job.run_start
+        job.attained += len(job.alloc) * (self.now - job.run_start)
         job.rate = 0.0
         job.finish = math.inf
         job.grace_end = math.inf
         self.running.remove(j)
 
-    def _suspend(self, j: int, lose_progress: bool) -> None:
-        job = self.jobs[j]
+    def _lose_since_checkpoint(self, job: RJob) -> None:
         interval = self.options.checkpoint_interval
-        if lose_progress and interval > 0:
+        if interval > 0 and self.options.checkpoint_unit == "work":
+            done = job.work - job.remaining
+            snapshots = math.floor(done / interval + 1e-9 * max(1.0, done / interval))
+            job.remaining = max(job.remaining, job.work - snapshots * interval)
+        elif interval > 0:
             progressed = max(0.0, self.now - job.resume_at)
             lost = math.fmod(progressed, interval) * job.rate
             job.remaining = min(job.work, job.remaining + lost)
+
+    def _suspend(self, j: int, lose_progress: bool) -> None:
+        job = self.jobs[j]
+        if lose_progress:
+            self._lose_since_checkpoint(job)
         self._release(j)
         job.status = QUEUED
         self.queue.insert(0, j)
@@ -519,6 +610,14 @@ class RefSim:
             assert abs(node.cpus - cores - node.free_cpus) < 1e-6
             assert node.free_cpus > -1e-6 and node.free_mem > -1e-6
             assert node.free_gpus == node.gpus - sum(1 for _, g in held if g >= 0) >= 0
+
+
+def _int_or(v: Any, default: int) -> int:
+    return default if v is None or (isinstance(v, float) and math.isnan(v)) else int(v)
+
+
+def _float_or(v: Any, default: float) -> float:
+    return default if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
 
 # ------------------------------------------------------------------------- view
@@ -624,12 +723,17 @@ class RefView:
         self.grace = _ro([j.grace for j in jobs], np.float64)
         self.comm = _ro([j.comm for j in jobs], np.float64)
         self.forkable = _ro([j.forkable for j in jobs], np.bool_)
+        self.min_workers = _ro([j.min_workers for j in jobs], np.int64)
+        self.max_workers = _ro([j.max_workers for j in jobs], np.int64)
+        self.scale_exp = _ro([j.exponent for j in jobs], np.float64)
         self.node_device = _ro([n.device for n in sim.nodes], np.int64)
         self.node_gpus = _ro([n.gpus for n in sim.nodes], np.int64)
         self.node_cpus = _ro([n.cpus for n in sim.nodes], np.float64)
         self.node_mem = _ro([n.mem for n in sim.nodes], np.float64)
+        self.node_idle_w = _ro([n.idle_w for n in sim.nodes], np.float64)
+        self.node_gpu_w = _ro([n.gpu_w for n in sim.nodes], np.float64)
         self.dev_is_cpu = _ro([d == "cpu" for d in sim.devices], np.bool_)
-        self._wmax = max(j.workers for j in jobs)
+        self._wmax = max(j.max_workers for j in jobs)
 
     # dynamic job state
     def _jobs(self, attr: str, dtype: Any) -> np.ndarray:
@@ -643,6 +747,55 @@ class RefView:
     device = property(lambda self: self._jobs("device", np.int64))
     first_start = property(lambda self: self._jobs("first_start", np.float64))
     exec_time = property(lambda self: self._jobs("exec_time", np.float64))
+    nworkers = property(lambda self: _ro([len(j.alloc) if j.alloc else 0 for j in self._sim.jobs],
+                                         np.int64))
+    run_start = property(lambda self: self._jobs("run_start", np.float64))
+
+    def attained_service(self, job: int | None = None) -> Any:
+        """Worker-seconds held, the current run included."""
+        sim = self._sim
+        out = [j.attained + (len(j.alloc) * (sim.now - j.run_start)
+                             if j.status in (RUNNING, GRACE) else 0.0) for j in sim.jobs]
+        return float(out[int(job)]) if job is not None else _ro(out, np.float64)
+
+    @property
+    def restart_delay(self) -> float:
+        return float(self.options.restart_delay)
+
+    @property
+    def at_round_boundary(self) -> bool:
+        L = self._sim.round_length
+        if not L:
+            return False
+        return abs(self.now - round(self.now / L) * L) <= 1e-9 * L
+
+    @property
+    def round_index(self) -> int:
+        L = self._sim.round_length
+        if not L:
+            return -1
+        return int(round(self.now / L)) if self.at_round_boundary else int(self.now // L)
+
+    def jobs_on_node(self, node: int) -> np.ndarray:
+        sim = self._sim
+        return _ro([j for j in sim.running if any(n == node for n, _ in sim.jobs[j].alloc)],
+                   np.int64)
+
+    def rate_of(self, job: int, placement: Placement) -> float:
+        sim = self._sim
+        alloc = list(zip([int(x) for x in placement.nodes], [int(x) for x in placement.gpus]))
+        return job_rate(sim.jobs[int(job)], alloc, sim.nodes, sim.options.scaling_exponent,
+                        sim.options.topology_coeff, sim.options.network_distance)
+
+    @property
+    def node_socket_of_gpu(self) -> np.ndarray:
+        nodes = self._sim.nodes
+        g = max(1, max(n.gpus for n in nodes))
+        return _ro([n.socket + [-1] * (g - n.gpus) for n in nodes], np.int64)
+
+    @property
+    def node_sockets(self) -> np.ndarray:
+        return _ro([n.sockets for n in self._sim.nodes], np.int64)
 
     def _workers_table(self, which: int) -> np.ndarray:
         out = [[-1] * self._wmax for _ in self._sim.jobs]
@@ -713,13 +866,13 @@ class RefView:
     def any_room(self) -> bool:
         return True
 
-    def duration(self, job: int, dev: int) -> float:
+    def duration(self, job: int, dev: int, g: int | None = None) -> float:
         jb = self._sim.jobs[int(job)]
         t = jb.tput[dev]
         if t <= 0 or not _can_hold(self, int(job), dev):
             return math.inf
-        w = jb.workers
-        return float(jb.work / (w * t * w ** (self.options.scaling_exponent - 1.0)))
+        w = jb.workers if g is None else int(g)
+        return float(jb.work / (w * t * w ** (jb.exponent - 1.0)))
 
     def durations(self, jobs: Any, remaining: bool = False) -> np.ndarray:
         out = np.empty((len(jobs), len(self.devices)))
@@ -727,7 +880,7 @@ class RefView:
             jb = self._sim.jobs[j]
             work = jb.remaining if remaining else jb.work
             w = float(jb.workers)
-            eff = w ** (self.options.scaling_exponent - 1.0)
+            eff = w ** (jb.exponent - 1.0)
             for c, t in enumerate(jb.tput):
                 ok = t > 0 and _can_hold(self, j, c)
                 out[r, c] = work / (w * t * eff) if ok else math.inf
@@ -744,7 +897,7 @@ def _can_hold(view: Any, job: int, dev: int) -> bool:
         if n.device != dev:
             continue
         total += slots_on_node(n.is_cpu, jb.cpus_need[dev], jb.mem, n.gpus, n.cpus, n.mem)
-    return total >= jb.workers
+    return total >= jb.min_workers
 
 
 # ----------------------------------------------------------------------- runner
@@ -775,6 +928,8 @@ class RefResult:
     service: list[float]
     segments: list[tuple[int, float, float, int]]
     stalled: bool = False
+    node_energy: list[float] = field(default_factory=list)
+    node_busy: list[float] = field(default_factory=list)
 
 
 def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -> RefResult:
@@ -785,21 +940,32 @@ def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -
     sim = RefSim(scenario, seed=seed, round_length=round_length)
     every_instant = bool(getattr(scheduler, "call_when_queue_empty", False) or round_length)
     scheduler.reset(sim.view)
+    wakeup = getattr(scheduler, "next_wakeup", None)
+
+    def ask_wakeup() -> None:
+        if wakeup is not None:
+            t = wakeup(sim.view)
+            if t is not None and not t > sim.now:
+                raise SchedulingError(f"next_wakeup returned {t} at t={sim.now}")
+            sim.wakeup = math.inf if t is None else float(t)
+
+    ask_wakeup()
     while True:
-        round_due = sim.next_round
+        timed_due = min(sim.next_round, sim.wakeup)
         if not sim.step():
             break
         if check:
             sim.check()
-        if not sim.queue and not every_instant:
+        timed = sim.now >= timed_due
+        if not sim.queue and not every_instant and not timed:
             continue
         decisions = scheduler.decide(sim.view)
         sim.decision_points += 1
         if decisions:
             sim.apply(decisions)
-        elif (round_length and sim.now >= round_due and not sim.running
-              and sim.next_arrival == len(sim.jobs)):
-            break  # a round on an idle cluster with nothing to arrive changed nothing: stalled
+        elif timed and not sim.running and sim.next_arrival == len(sim.jobs):
+            break  # a timed instant on an idle cluster with nothing to arrive changed nothing
+        ask_wakeup()
         if check:
             sim.check()
     names = {i: d for i, d in enumerate(sim.devices)}
@@ -819,5 +985,6 @@ def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -
     return RefResult(jobs=jobs, energy_kwh=sim.energy_j / 3.6e6, busy_time=dict(sim.busy_time),
                      now=sim.now, decision_points=sim.decision_points, events=sim.events,
                      service=list(sim.service), segments=list(sim.segments),
+                     node_energy=list(sim.node_energy), node_busy=list(sim.node_busy),
                      stalled=not all(j.status == DONE for j in sim.jobs)
                      and sim.now < sim.options.horizon)

@@ -4,8 +4,8 @@ Every kernel takes ``P`` (:class:`~hetgym.sim.state.Params`) and ``S``
 (:class:`~hetgym.sim.state.State`) whole. ``step_nb`` processes every event of
 the next instant (completions, grace ends, arrivals, round boundary) and is the
 one step function that both :func:`hetgym.simulate` and ``HetCluster-v0`` drive;
-``start_nb`` / ``place_start_nb`` validate and start a job; ``release_nb`` gives
-a job's resources back; ``admit_nb`` is the greedy admission of FIFO-like
+``start_nb`` / ``place_start_nb`` validate and start a job; ``move_nb``
+re-allocates a running job in one instant; ``release_nb`` gives a job's resources back; ``admit_nb`` is the greedy admission of FIFO-like
 baselines. They compose the small kernels of :mod:`hetgym.sim.kernels` and
 follow the same rules (pure, no RNG or I/O).
 
@@ -23,17 +23,18 @@ from hetgym.sim.codes import DONE, GRACE, QUEUED, RUNNING
 from hetgym.sim.kernels import (
     alloc_nb,
     check_placement_nb,
+    job_rate_nb,
     place_nb,
     queue_push_front_nb,
     queue_push_nb,
     queue_remove_nb,
-    rate_nb,
 )
 from hetgym.sim.state import (
     ACC_ENERGY,
     ACC_NOW,
     ACC_POWER,
     ACC_ROUND,
+    ACC_WAKE,
     CTR_ARR,
     CTR_DONE,
     CTR_ERR,
@@ -45,23 +46,42 @@ from hetgym.sim.state import (
 
 #: Return codes of :func:`step_nb`.
 STEP_MOVED, STEP_NONE, STEP_WORK_LEFT, STEP_TIME_BACK, STEP_LOG_FULL = 1, 0, -1, -2, -3
-#: Return codes of :func:`start_nb` / :func:`place_start_nb` besides those of
-#: :func:`~hetgym.sim.kernels.check_placement_nb` (1-6).
-START_OK, START_NOT_QUEUED, START_TPUT_ZERO, START_NO_ROOM = 0, 7, 8, 9
+#: Return codes of :func:`start_nb` / :func:`place_start_nb` / :func:`move_nb` besides
+#: those of :func:`~hetgym.sim.kernels.check_placement_nb` (1-6).
+START_OK, START_NOT_QUEUED, START_TPUT_ZERO, START_NO_ROOM, START_NOT_RUNNING = 0, 7, 8, 9, 10
 
 
 @njit(cache=True, inline="always")
 def power_busy_nb(w, wnodes, wgpus, sign, cpus_row, nodes, run):
-    """Add (sign=+1) or remove (-1) a placement's active power and busy units."""
+    """Add (sign=+1) or remove (-1) a placement's active power and busy units.
+
+    Also keeps the per-node books (``run.node_*``, integrated lazily: a node's energy
+    and busy seconds are brought up to now only when its power changes) and switches a
+    node's ``switch_w`` (its idle power under ``idle_power="busy_nodes"``) on with its
+    first worker and off with its last."""
+    now = run.acc[ACC_NOW]
     for i in range(w):
         n = wnodes[i]
         d = nodes.dev[n]
+        el = now - run.node_t[n]
+        if el > 0.0:
+            run.node_e[n] += run.node_pw[n] * el
+            if run.node_units[n] > 0:
+                run.node_busy[n] += el
+            run.node_t[n] = now
         if wgpus[i] >= 0:
             run.acc[ACC_POWER] += sign * nodes.gpu_w[n]
             run.busy[d] += sign
+            run.node_pw[n] += sign * nodes.gpu_w[n]
         else:
             run.acc[ACC_POWER] += sign * nodes.core_w[n] * cpus_row[d]
             run.busy[d] += sign * cpus_row[d]
+            run.node_pw[n] += sign * nodes.core_w[n] * cpus_row[d]
+        before = run.node_units[n]
+        run.node_units[n] = before + sign
+        if (before == 0) != (before + sign == 0):  # the node switches on (0 -> 1) or off (1 -> 0)
+            run.acc[ACC_POWER] += sign * nodes.switch_w[n]
+            run.node_pw[n] += sign * nodes.switch_w[n]
 
 
 @njit(cache=True, inline="always")
@@ -83,12 +103,13 @@ def release_nb(job, P, S):
     what the job becomes (done, or queued again)."""
     jobs, nodes, js, run = P.jobs, P.nodes, S.job, S.run
     now = run.acc[ACC_NOW]
-    w = jobs.workers[job]
+    w = js.nworkers[job]
     wn = js.worker_node[job, :w]
     wg = js.worker_gpu[job, :w]
     alloc_nb(job, w, wn, wg, -1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
     power_busy_nb(w, wn, wg, -1, jobs.cpus_need[job], nodes, run)
     js.exec_time[job] += now - js.run_start[job]
+    js.attained[job] += w * (now - js.run_start[job])
     k = run.ctr[CTR_SEG]
     run.seg_i[k, 0] = job
     run.seg_i[k, 1] = js.device[job]
@@ -103,28 +124,70 @@ def release_nb(job, P, S):
 
 
 @njit(cache=True)
+def checkpoint_loss_nb(job, P, S):
+    """The checkpoint-loss rule of a GP=0 preemption (and of a move): bring a running job's
+    ``remaining`` back to its last checkpoint.
+
+    ``checkpoint_unit="seconds"`` (``ckpt`` = interval in s): the progress since the last
+    checkpoint of this run, ``fmod(now - resume_at, ckpt) * rate``, is lost.
+    ``checkpoint_unit="work"`` (``ckpt`` = iterations, e.g. 1 epoch): the completed work
+    is rounded down to a multiple of ``ckpt`` (only whole snapshots are kept). No
+    interval (0): nothing is lost."""
+    js = S.job
+    ckpt = P.opts.ckpt
+    if ckpt <= 0.0:
+        return
+    work = P.jobs.work[job]
+    if P.opts.ckpt_work:
+        done = work - js.remaining[job]
+        q = done / ckpt
+        kept = np.floor(q + 1e-9 * max(1.0, q)) * ckpt
+        if kept < done:
+            js.remaining[job] = min(work, work - kept)
+        return
+    progressed = S.run.acc[ACC_NOW] - js.resume_at[job]
+    if progressed > 0.0:
+        lost = np.fmod(progressed, ckpt) * js.rate[job]
+        js.remaining[job] = min(work, js.remaining[job] + lost)
+
+
+@njit(cache=True)
 def suspend_nb(job, lose_progress, P, S):
     """Suspend a running job to the head of the queue, its progress kept; with
-    ``lose_progress`` and a checkpoint interval, the progress since the last checkpoint
-    of this run (``fmod(now - resume_at, ckpt) * rate``) is lost (preemption with no
-    grace period)."""
+    ``lose_progress`` (preemption with no grace period) the progress since its last
+    checkpoint is lost (:func:`checkpoint_loss_nb`)."""
     js, run = S.job, S.run
-    ckpt = P.opts.ckpt
-    if lose_progress and ckpt > 0.0:
-        progressed = run.acc[ACC_NOW] - js.resume_at[job]
-        if progressed > 0.0:
-            lost = np.fmod(progressed, ckpt) * js.rate[job]
-            js.remaining[job] = min(P.jobs.work[job], js.remaining[job] + lost)
+    if lose_progress:
+        checkpoint_loss_nb(job, P, S)
     release_nb(job, P, S)
     js.status[job] = QUEUED
     queue_push_front_nb(run, js.qpos, job)
 
 
 @njit(cache=True)
+def preempt_nb(job, P, S):
+    """Preempt a running job (the caller checked its status and the preemption limit):
+    with a grace period it keeps running until ``now + grace``, else it is suspended at
+    once with its progress since the last checkpoint lost. Returns ``START_OK``, or
+    ``STEP_LOG_FULL`` (nothing done: grow the segment log and call again)."""
+    js, run = S.job, S.run
+    gp = P.jobs.grace[job]
+    if gp <= 0.0 and run.ctr[CTR_SEG] + 1 > run.seg_i.shape[0]:
+        return STEP_LOG_FULL
+    js.n_preempt[job] += 1
+    if gp > 0.0:
+        js.status[job] = GRACE
+        js.grace_end[job] = run.acc[ACC_NOW] + gp
+    else:
+        suspend_nb(job, job >= 0, P, S)  # job >= 0: a run-time True, see module doc
+    return START_OK
+
+
+@njit(cache=True)
 def next_event_nb(P, S):
     """Time of the next event (``inf`` if none): the next arrival, the earliest
-    projected finish or grace end of a running job, and the next round boundary
-    while a job runs or waits."""
+    projected finish or grace end of a running job, and, while a job runs or waits,
+    the next round boundary and the scheduler's wake-up."""
     run, js = S.run, S.job
     ctr = run.ctr
     arrival = P.jobs.arrival
@@ -138,8 +201,11 @@ def next_event_nb(P, S):
             t = finish[j]
         if status[j] == GRACE and grace_end[j] < t:
             t = grace_end[j]
-    if P.opts.round_len > 0.0 and (ctr[CTR_RUN] > 0 or ctr[CTR_Q] > 0) and run.acc[ACC_ROUND] < t:
-        t = run.acc[ACC_ROUND]
+    if ctr[CTR_RUN] > 0 or ctr[CTR_Q] > 0:
+        if P.opts.round_len > 0.0 and run.acc[ACC_ROUND] < t:
+            t = run.acc[ACC_ROUND]
+        if run.acc[ACC_WAKE] < t:
+            t = run.acc[ACC_WAKE]
     return t
 
 
@@ -148,7 +214,7 @@ def step_nb(P, S):
     """Jump to the next event time and process every event there.
 
     Order at one instant: completions, grace ends (suspend, progress kept),
-    arrivals, round boundary. Returns ``(code, n_done, n_grace)`` with the jobs in
+    arrivals, round boundary, wake-up (a wake-up changes nothing but time). Returns ``(code, n_done, n_grace)`` with the jobs in
     ``run.out_done[:n_done]`` / ``run.out_grace[:n_grace]``; code
     ``STEP_MOVED``, ``STEP_NONE`` (no event within the horizon; time moved to
     the horizon if it is finite and later), ``STEP_WORK_LEFT`` (a job completed
@@ -177,7 +243,7 @@ def step_nb(P, S):
     running = run.running
     if dt > 0.0:
         remaining, rate, resume_at = js.remaining, js.rate, js.resume_at
-        service, user, workers = run.service, jobs.user, jobs.workers
+        service, user, workers = run.service, jobs.user, js.nworkers
         for i in range(n_run):
             j = running[i]
             s = now if now > resume_at[j] else resume_at[j]
@@ -222,8 +288,50 @@ def step_nb(P, S):
     if P.opts.round_len > 0.0:
         while acc[ACC_ROUND] <= t:
             acc[ACC_ROUND] += P.opts.round_len
+    if acc[ACC_WAKE] <= t:
+        acc[ACC_WAKE] = np.inf  # consumed; the scheduler asks again after deciding
     ctr[CTR_EV] += 1
     return STEP_MOVED, nd, ng
+
+
+@njit(cache=True, inline="always")
+def _check_nb(job, w, wnodes, wgpus, P, S):
+    """Validate a placement for ``job`` on the free resources; returns ``(code, dev)``
+    with ``dev`` the device type of every worker, or -2 for a mixed placement."""
+    jobs, nodes = P.jobs, P.nodes
+    code = check_placement_nb(w, wnodes, wgpus, jobs.cpus_need[job], jobs.mem[job], nodes, S.node,
+                              S.run.scr_f)
+    if code != 0:
+        return code, -1
+    dev = nodes.dev[wnodes[0]]
+    for i in range(w):
+        d = nodes.dev[wnodes[i]]
+        if jobs.tput[job, d] <= 0.0:
+            return START_TPUT_ZERO, -1
+        if d != dev:
+            dev = -2
+    return START_OK, dev
+
+
+@njit(cache=True, inline="always")
+def _occupy_nb(job, w, wnodes, wgpus, dev, P, S):
+    """Take a checked placement for ``job`` and run it from now (``resume_at`` set by the
+    caller): resources, power, worker slots, rate, projected finish, running list."""
+    jobs, nodes, js, run = P.jobs, P.nodes, S.job, S.run
+    alloc_nb(job, w, wnodes, wgpus, 1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
+    power_busy_nb(w, wnodes, wgpus, 1, jobs.cpus_need[job], nodes, run)
+    for i in range(w):
+        js.worker_node[job, i] = wnodes[i]
+        js.worker_gpu[job, i] = wgpus[i]
+    js.nworkers[job] = w
+    r = job_rate_nb(job, w, wnodes, wgpus, P)
+    js.rate[job] = r
+    js.finish[job] = js.resume_at[job] + js.remaining[job] / r
+    js.run_start[job] = run.acc[ACC_NOW]
+    js.device[job] = dev
+    js.status[job] = RUNNING
+    run.running[run.ctr[CTR_RUN]] = job
+    run.ctr[CTR_RUN] += 1
 
 
 @njit(cache=True)
@@ -234,26 +342,12 @@ def start_nb(job, w, wnodes, wgpus, P, S):
     ``START_NOT_QUEUED`` or ``START_TPUT_ZERO`` (a worker on a device type where
     the job's throughput is 0).
     """
-    jobs, nodes, js, run = P.jobs, P.nodes, S.job, S.run
+    js, run = S.job, S.run
     if js.status[job] != QUEUED:
         return START_NOT_QUEUED
-    code = check_placement_nb(w, wnodes, wgpus, jobs.cpus_need[job], jobs.mem[job], nodes, S.node,
-                              run.scr_f)
-    if code != 0:
+    code, dev = _check_nb(job, w, wnodes, wgpus, P, S)
+    if code != START_OK:
         return code
-    dev = nodes.dev[wnodes[0]]
-    for i in range(w):
-        d = nodes.dev[wnodes[i]]
-        if jobs.tput[job, d] <= 0.0:
-            return START_TPUT_ZERO
-        if d != dev:
-            dev = -2
-    alloc_nb(job, w, wnodes, wgpus, 1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
-    power_busy_nb(w, wnodes, wgpus, 1, jobs.cpus_need[job], nodes, run)
-    for i in range(w):
-        js.worker_node[job, i] = wnodes[i]
-        js.worker_gpu[job, i] = wgpus[i]
-    r = rate_nb(w, wnodes, wgpus, jobs.tput[job], jobs.comm[job], nodes, P.opts)
     t = run.acc[ACC_NOW]
     if np.isnan(js.first_start[job]):
         js.first_start[job] = t
@@ -261,14 +355,65 @@ def start_nb(job, w, wnodes, wgpus, P, S):
     else:
         js.n_restart[job] += 1
         js.resume_at[job] = t + P.opts.restart_delay
-    js.rate[job] = r
-    js.finish[job] = js.resume_at[job] + js.remaining[job] / r
-    js.run_start[job] = t
-    js.device[job] = dev
-    js.status[job] = RUNNING
     queue_remove_nb(run, js.qpos, job)
-    run.running[run.ctr[CTR_RUN]] = job
-    run.ctr[CTR_RUN] += 1
+    _occupy_nb(job, w, wnodes, wgpus, dev, P, S)
+    return START_OK
+
+
+@njit(cache=True, inline="always")
+def _same_placement_nb(job, w, wnodes, wgpus, P, S):
+    """Whether ``(wnodes, wgpus)`` is the job's current placement, as a multiset of
+    (node, GPU) pairs."""
+    js = S.job
+    if w != js.nworkers[job]:
+        return False
+    for i in range(w):
+        want = 0
+        have = 0
+        for k in range(w):
+            if wnodes[k] == wnodes[i] and wgpus[k] == wgpus[i]:
+                want += 1
+            if js.worker_node[job, k] == wnodes[i] and js.worker_gpu[job, k] == wgpus[i]:
+                have += 1
+        if want != have:
+            return False
+    return True
+
+
+@njit(cache=True)
+def move_nb(job, w, wnodes, wgpus, P, S):
+    """Re-allocate a running job (or one in its grace period) to a new placement in one
+    instant.
+
+    The placement is checked against the free resources plus the job's own. The
+    old run ends (segment logged), the progress since the last checkpoint is lost
+    (:func:`checkpoint_loss_nb`), and the job runs on the new placement after the
+    restart delay: one restart, no preemption, any grace period cancelled. A move
+    to the job's current placement only cancels a grace period (no delay, no loss).
+    Returns ``START_OK``, ``START_NOT_RUNNING`` or a placement code of
+    :func:`start_nb` (then nothing changed).
+    """
+    jobs, nodes, js, run = P.jobs, P.nodes, S.job, S.run
+    st = js.status[job]
+    if st != RUNNING and st != GRACE:
+        return START_NOT_RUNNING
+    if _same_placement_nb(job, w, wnodes, wgpus, P, S):
+        js.status[job] = RUNNING
+        js.grace_end[job] = np.inf
+        return START_OK
+    ow = js.nworkers[job]
+    on = js.worker_node[job, :ow]
+    og = js.worker_gpu[job, :ow]
+    alloc_nb(job, ow, on, og, -1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
+    code, dev = _check_nb(job, w, wnodes, wgpus, P, S)
+    alloc_nb(job, ow, on, og, 1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
+    if code != START_OK:
+        return code
+    checkpoint_loss_nb(job, P, S)
+    release_nb(job, P, S)
+    js.n_restart[job] += 1
+    js.resume_at[job] = run.acc[ACC_NOW] + P.opts.restart_delay
+    _occupy_nb(job, w, wnodes, wgpus, dev, P, S)
     return START_OK
 
 

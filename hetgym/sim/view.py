@@ -15,7 +15,7 @@ import numpy as np
 from hetgym.decisions import Placement, Start
 from hetgym.sim import events as E
 from hetgym.sim import kernels as K
-from hetgym.sim.codes import GRACE
+from hetgym.sim.codes import GRACE, RUNNING
 from hetgym.sim.dispatch import entry
 from hetgym.sim.state import NodeState
 
@@ -96,7 +96,7 @@ class CapacityModel:
     def give(self, job: int) -> None:
         """Give back (in this copy) the resources that running ``job`` holds."""
         sim = self._sim
-        w = int(sim.jobs.workers[job])
+        w = int(sim.js.nworkers[job])
         K.alloc_nb(job, w, sim.js.worker_node[job, :w], sim.js.worker_gpu[job, :w], -1,
                    sim.jobs.cpus_need[job], sim.jobs.mem[job], sim.nodes, self.ns)
 
@@ -128,8 +128,11 @@ class View:
     (J x C), ``cpus_need`` (J x C), ``mem``, ``deadline``, ``weight``,
     ``grace``, ``comm``, ``forkable``, ``job_id``, ``holdable`` (J x C). Dynamic:
     ``status``, ``remaining``, ``rate``, ``n_preempt``, ``n_restart``, ``device``,
-    ``first_start``, ``worker_node``, ``worker_gpu``, ``exec_time``. Nodes:
-    ``node_device``, ``node_gpus``, ``node_cpus``, ``node_mem``, ``free_gpus``,
+    ``first_start``, ``worker_node``, ``worker_gpu``, ``exec_time``, ``nworkers`` (gang size
+    of the current/last run; elastic jobs: ``min_workers``/``max_workers``,
+    ``scale_exp``). Nodes:
+    ``node_device``, ``node_gpus``, ``node_cpus``, ``node_mem``, ``node_idle_w`` and
+    ``node_gpu_w`` (power model, W), ``free_gpus``,
     ``free_cpus``, ``free_mem``, and ``free_dev`` (per device type: free GPUs, or
     free cores for ``cpu``).
     """
@@ -145,17 +148,24 @@ class View:
         for name in jb._fields:
             setattr(self, name, _ro(getattr(jb, name)))
         for name in ("status", "remaining", "rate", "n_preempt", "n_restart", "device",
-                     "first_start", "worker_node", "worker_gpu", "exec_time"):
+                     "first_start", "worker_node", "worker_gpu", "exec_time", "run_start",
+                     "nworkers"):
             setattr(self, name, _ro(getattr(js, name)))
         self.node_device = _ro(nd.dev)
         self.node_gpus = _ro(nd.gpus)
         self.node_cpus = _ro(nd.cpus)
         self.node_mem = _ro(nd.mem)
+        self.node_idle_w = _ro(nd.idle_w)
+        self.node_gpu_w = _ro(nd.gpu_w)
         self.dev_is_cpu = _ro(nd.dev_is_cpu)
         self.free_gpus = _ro(ns.free_gpus)
         self.free_cpus = _ro(ns.free_cpus)
         self.free_mem = _ro(ns.free_mem)
         self.free_dev = _ro(ns.free_dev)
+        self.node_socket_of_gpu = _ro(nd.socket)
+        self.node_sockets = _ro(nd.sockets)
+        self.restart_delay = float(sim.params.opts.restart_delay)
+        self._type_ids: np.ndarray | None = None
         w = sim.js.worker_node.shape[1]
         self._adm = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty((0, w), np.int64),
                      np.empty((0, w), np.int64))
@@ -164,6 +174,73 @@ class View:
     def now(self) -> float:
         """Current simulated time (s)."""
         return self._sim.now
+
+    @property
+    def job_type_id(self) -> np.ndarray:
+        """int64[J]: dense ids of the workload's ``job_type`` column (first appearance order)."""
+        if self._type_ids is None:
+            col = self._sim.workload_column("job_type")
+            _, first, inv = np.unique(col, return_index=True, return_inverse=True)
+            rank = np.empty(len(first), dtype=np.int64)
+            rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+            self._type_ids = _ro(rank[inv].astype(np.int64))
+        return self._type_ids
+
+    def attained_service(self, job: int | None = None) -> float | np.ndarray:
+        """Worker-seconds (GPU-seconds on GPUs) held so far, the current run included: for
+        one ``job`` a float, else float64[J] (Tiresias' ``executed_time x num_gpu``)."""
+        s = self._sim
+        js = s.js
+        live = (js.status == RUNNING) | (js.status == GRACE)
+        held = np.where(live, (s.now - np.nan_to_num(js.run_start)) * js.nworkers, 0.0)
+        out = js.attained + held
+        return float(out[job]) if job is not None else out
+
+    @property
+    def at_round_boundary(self) -> bool:
+        """Whether now is a round boundary (a multiple of the round length, within 1e-9 of a
+        round); False when the scheduler has no rounds."""
+        L = self._sim.params.opts.round_len
+        if L <= 0:
+            return False
+        k = round(self.now / L)
+        return abs(self.now - k * L) <= 1e-9 * L
+
+    @property
+    def round_index(self) -> int:
+        """Index of the round under way (``floor(now / L)``, boundaries within 1e-9 of a round
+        count as the new round); -1 when the scheduler has no rounds."""
+        L = self._sim.params.opts.round_len
+        if L <= 0:
+            return -1
+        k = round(self.now / L)
+        return int(k) if abs(self.now - k * L) <= 1e-9 * L else int(self.now // L)
+
+    def jobs_on_node(self, node: int) -> np.ndarray:
+        """Jobs holding at least one worker on ``node`` (in start order)."""
+        s = self._sim
+        run = s.running_jobs()
+        if len(run) == 0:
+            return run
+        w = s.js.nworkers[run]
+        wn = s.js.worker_node[run]
+        mask = (wn == int(node)) & (np.arange(wn.shape[1])[None, :] < w[:, None])
+        return run[mask.any(axis=1)]
+
+    def rate_of(self, job: int, placement: Placement) -> float:
+        """Iterations/s that ``job`` would make on ``placement`` (the engine's own rate
+        function: slowest worker, scaling, topology); 0 if a worker's throughput is 0."""
+        s = self._sim
+        jb = s.jobs
+        n = np.ascontiguousarray(placement.nodes, dtype=np.int64)
+        g = np.ascontiguousarray(placement.gpus, dtype=np.int64)
+        if len(n) == 0 or len(g) != len(n):
+            raise ValueError(f"rate_of: job {job} needs a placement with one (node, GPU) per "
+                             f"worker, got {len(n)} nodes and {len(g)} GPUs")
+        nd = s.nodes
+        if n.min() < 0 or n.max() >= len(nd.dev) or (g >= nd.gpus[n]).any() or (g < -1).any():
+            raise ValueError(f"rate_of: placement of job {job} names a node or GPU out of range")
+        return float(K.job_rate_nb(int(job), len(n), n, g, s.params))
 
     @property
     def pref(self) -> np.ndarray:
@@ -257,14 +334,22 @@ class View:
         """A scratch copy of free resources (see :class:`CapacityModel`)."""
         return CapacityModel(self._sim, policy)
 
-    def duration(self, job: int, dev: int) -> float:
+    def duration(self, job: int, dev: int, g: int | None = None) -> float:
         """Estimated run time of ``job`` from scratch on device ``dev`` (inf if it cannot run
-        there: throughput 0, or no node set of that type can hold its gang, see ``holdable``)."""
+        there: throughput 0, or no node set of that type can hold its gang, see ``holdable``).
+
+        ``g``: gang size (elastic jobs, ``min_workers..max_workers``; default ``workers``),
+        at the job's own scaling exponent (``g * tput * g ** (e_j - 1)``)."""
         jb = self._sim.jobs
         if not jb.holdable[job, dev]:
             return float("inf")
-        return float(K.duration_nb(jb.work[job], jb.workers[job], jb.tput[job, dev],
-                                   self.options.scaling_exponent))
+        if g is None:
+            return float(K.duration_nb(jb.work[job], jb.workers[job], jb.tput[job, dev],
+                                       jb.scale_exp[job]))
+        if not jb.min_workers[job] <= g <= jb.max_workers[job]:
+            raise ValueError(f"duration: job {job} takes {jb.min_workers[job]} to "
+                             f"{jb.max_workers[job]} workers, got g={g}")
+        return float(K.duration_nb(jb.work[job], int(g), jb.tput[job, dev], jb.scale_exp[job]))
 
     def durations(self, jobs: np.ndarray, remaining: bool = False) -> np.ndarray:
         """``(len(jobs), C)`` estimated durations (of all work, or what remains); inf where
@@ -272,7 +357,7 @@ class View:
         s = self._sim
         jb = s.jobs
         w = jb.workers[jobs].astype(np.float64)
-        eff = w ** (s.options.scaling_exponent - 1.0)
+        eff = w ** (jb.scale_exp[jobs] - 1.0)
         work = s.js.remaining[jobs] if remaining else jb.work[jobs]
         with np.errstate(divide="ignore"):
             d = work[:, None] / (w[:, None] * jb.tput[jobs] * eff[:, None])
