@@ -6,6 +6,8 @@
 * :func:`pairs_admit_nb`: SJF+'s walk over (job, device type) pairs
   (:class:`baselines.allox.SJFPlus`).
 * :func:`share_fill_nb`: ES filling one user's share (:class:`baselines.drf.EqualShare`).
+* :func:`any_start_nb`: whether any waiting job could still start on idle machines
+  (:class:`baselines.allox.AlloX`).
 
 :func:`srpt_decide_nb` carries out SRPT's rule (see the class docstring) at one
 decision point: movable running jobs (not in a grace period, under the preemption
@@ -31,7 +33,7 @@ from numba import njit
 
 from hetgym.sim.kernels import alloc_nb, may_fit_arrays_nb, node_slots_nb, place_nb
 
-__all__ = ["NEED_MORE", "jsq_omega_nb", "pairs_admit_nb", "share_fill_nb", "srpt_decide_nb"]
+__all__ = ["NEED_MORE", "any_start_nb", "jsq_omega_nb", "pairs_admit_nb", "share_fill_nb", "srpt_decide_nb"]
 
 #: Return value (minus the group's position) when a group's prefix ran out: call again
 #: with longer prefixes.
@@ -332,3 +334,19 @@ def share_fill_nb(u, jobs, dur, order, w, may, used, quota, cpus_need, mem, poli
                 out += 1
                 used[u, d] += w[k]
     return out
+
+
+@njit(cache=True)
+def any_start_nb(q, alive, p, idle, workers, cpus_need, mem, nodes, cap):
+    """Whether some job ``q[k]`` with ``alive[k]`` could start on a device type ``d``: it can
+    run there (finite ``p[k, d]``), ``idle[d]`` machines of the type are free for its
+    ``W`` workers, and the placement kernel would find room on ``cap``."""
+    for k in range(q.shape[0]):
+        if not alive[k]:
+            continue
+        j = q[k]
+        for d in range(p.shape[1]):
+            if np.isfinite(p[k, d]) and workers[j] <= idle[d] and \
+                    _room_nb(d, workers[j], cpus_need[j, d], mem[j], nodes, cap):
+                return True
+    return False

@@ -14,7 +14,7 @@ import pytest
 
 import baselines
 import hetgym
-from baselines.allox import JSQPlus
+from baselines.allox import AlloX, JSQPlus
 from baselines.drf import EqualShare
 from baselines.allox_parts import may_fit, slots_per_device
 from hetgym.decisions import Start
@@ -180,3 +180,23 @@ class PlainES(EqualShare):
 @pytest.mark.parametrize("name, kw", SCENARIOS)
 def test_es_matches_plain_rule(name, kw) -> None:
     assert_same_schedule(hetgym.scenarios.get(name, **kw), baselines.make("es"), PlainES())
+
+
+class EveryMachineAlloX(AlloX):
+    """AlloX that solves the matching for every idle machine, also after no waiting job can
+    start on any of them any more (the fast form stops there)."""
+
+    @staticmethod
+    def _any_start(*args) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("name, kw", [
+    ("fitgpp-lab", {"n_jobs": 100}), ("toy-3jobs", {}),
+    pytest.param("allox-hybrid", {}, marks=pytest.mark.slow),
+    pytest.param("hetero-small", {}, marks=pytest.mark.slow)])
+def test_allox_stops_only_where_nothing_can_start(name, kw) -> None:
+    sc = hetgym.scenarios.get(name, **kw)
+    fast, plain = baselines.make("allox"), EveryMachineAlloX()
+    assert_same_schedule(sc, fast, plain)
+    assert fast.solves <= plain.solves
