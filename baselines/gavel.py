@@ -46,7 +46,9 @@ Departures from Gavel's mechanism (each measured or argued in docs/gavel.md):
   the median cores per worker of the jobs that can run there); a placement there also
   checks each job's cores. A job that fits no type's nodes (``holdable``) has
   ``T_jk = 0`` there. In Perf policies the CPU type comes last.
-* LP ties broken by a second-stage LP (:mod:`baselines.gavel_lp`).
+* LPs solved by SciPy's HiGHS, by default with its interior-point method (a point inside
+  the optimal face, as cvxpy returns Gavel), optionally at a vertex picked by a
+  second-stage LP (``lp_solution="vertex"``, :mod:`baselines.gavel_lp`).
 * Gavel's simulator pays no restart cost; hetgym pays ``SimOptions.restart_delay`` on a
   start after the first and on a ``Move`` (set it to 0 for Gavel's semantics).
 * Jobs in a grace period keep their GPUs (Gavel has no grace periods); a cycle of moves
@@ -102,6 +104,9 @@ class Gavel(RoundBased):
             instead of the policy (replaying a given ``X``, worked example G-4); then
             the allocation is never recomputed and time is reset only once.
         type_order: Device keys in walk order, overriding the policy's (tests).
+        lp_solution: ``"interior"`` (default: HiGHS interior point, like Gavel's cvxpy)
+            or ``"vertex"`` (simplex plus hetgym's second-stage tie-break); see
+            :mod:`baselines.gavel_lp`.
     """
 
     policy: str = "las-perf"
@@ -111,6 +116,7 @@ class Gavel(RoundBased):
     absent_jobs: str = "idle"
     fixed_allocation: Any = None
     type_order: Any = None
+    lp_solution: str = "interior"
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -119,6 +125,8 @@ class Gavel(RoundBased):
             raise ValueError(f"Gavel: absent_jobs must be 'idle' or 'run', got {self.absent_jobs!r}")
         if self.fifo_defects and self.policy != "fifo":
             raise ValueError("Gavel: fifo_defects applies to policy 'fifo' only")
+        if self.lp_solution not in lp.SOLUTIONS:
+            raise ValueError(f"Gavel: lp_solution must be one of {lp.SOLUTIONS}, got {self.lp_solution!r}")
         if self.min_reset_interval < 0:
             raise ValueError(f"Gavel: min_reset_interval must be >= 0, got {self.min_reset_interval}")
 
@@ -285,11 +293,13 @@ class Gavel(RoundBased):
         pol = self.policy
         if pol in ("las", "las-perf"):
             self._X[active] = lp.las(T if self.perf else lp.agnostic(T), sf, n,
-                                     np.asarray(view.weight, dtype=np.float64)[active])
+                                     np.asarray(view.weight, dtype=np.float64)[active],
+                                     solution=self.lp_solution)
         elif pol == "maxtput":
-            self._X[active] = lp.max_throughput(T, sf, n)
+            self._X[active] = lp.max_throughput(T, sf, n, solution=self.lp_solution)
         elif pol == "makespan":
-            self._X[active] = lp.min_makespan(T, sf, n, np.asarray(view.remaining)[active])
+            self._X[active] = lp.min_makespan(T, sf, n, np.asarray(view.remaining)[active],
+                                              solution=self.lp_solution)
         elif pol in ("ftf", "ftf-perf"):
             self._X[active] = self._ftf(view, t, active, T, sf, n)
         else:
@@ -315,7 +325,7 @@ class Gavel(RoundBased):
         self._iso_tput[active] = tiso
         return lp.finish_time_fairness(T, sf, n, np.asarray(view.remaining)[active],
                                        t - np.asarray(view.arrival)[active],
-                                       self._iso_time[active], tiso)
+                                       self._iso_time[active], tiso, solution=self.lp_solution)
 
     def _place(self, view, scheduled: dict[int, list[int]]) -> dict:
         """Placements (keeping GPUs where Gavel does). Resources that stay taken this
