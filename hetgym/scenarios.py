@@ -133,7 +133,8 @@ register(DEFAULT, _hetero_small)
 register("synthetic-hybrid", _synthetic)
 register("toy-3jobs", _toy)
 
-_PRESET_MODULES = ("hetgym.traces.presets", "hetgym.presets.allox", "hetgym.presets.fitgpp")
+_PRESET_MODULES = ("hetgym.traces.presets", "hetgym.presets.allox", "hetgym.presets.fitgpp",
+                   "hetgym.presets.andreas")
 _loaded = False
 
 

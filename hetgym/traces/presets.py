@@ -256,15 +256,25 @@ def hadar_testbed(mix: str = "M-5", seed: int = 0) -> Scenario:
     return _scenario(hadar_testbed_cluster(), hadar_mix(mix, seed=seed), SimOptions(), "hadar-testbed")
 
 
-def andreas_armida(energy_weight: float = 0.0) -> Scenario:
+def andreas_armida(energy_weight: float = 0.0, elastic: bool = False) -> Scenario:
     """ANDREAS's 8 validation jobs on ARMIDA nodes (2 V100 nodes + 1 T4 node).
 
     Objective: weighted tardiness, plus ``energy_weight`` x energy cost when > 0.
     Energy priced at 0.172 EUR/kWh with PUE 1.33 (the paper's values).
+    ``elastic=True`` applies ANDREAS' own model (:mod:`hetgym.presets.andreas`): each job
+    may take 1 or 2 GPUs of one node (sublinear speed-up, exponent 0.8), nodes without a
+    job are off, a snapshot every epoch, and the objective weighs energy and tardiness
+    (``energy_weight`` 1 unless given).
     """
     from hetgym.traces.lab import andreas_cluster, andreas_jobs
 
-    objective: Any = "tardiness" if energy_weight <= 0 else {"tardiness": 1.0, "energy_cost": float(energy_weight)}
+    if elastic:
+        from hetgym.presets.andreas import OBJECTIVE, andreas_options, elastic_jobs
+
+        objective: Any = dict(OBJECTIVE, energy_cost=float(energy_weight or 1.0))
+        return _scenario(andreas_cluster(), elastic_jobs(andreas_jobs(), 2), andreas_options(),
+                         "andreas-armida", objective)
+    objective = "tardiness" if energy_weight <= 0 else {"tardiness": 1.0, "energy_cost": float(energy_weight)}
     return _scenario(andreas_cluster(), andreas_jobs(), SimOptions(energy_price=0.172, pue=1.33),
                      "andreas-armida", objective)
 
