@@ -131,7 +131,8 @@ register(DEFAULT, _hetero_small)
 register("synthetic-hybrid", _synthetic)
 register("toy-3jobs", _toy)
 
-_PRESET_MODULES = ("hetgym.traces.presets", "hetgym.presets.allox", "hetgym.presets.fitgpp")
+_PRESET_MODULES = ("hetgym.traces.presets", "hetgym.presets.allox", "hetgym.presets.fitgpp",
+                   "hetgym.presets.topo")
 _loaded = False
 
 

@@ -20,6 +20,9 @@ grace_period   float    optional (s), >= 0; default 0
 comm           float    optional communication intensity in [0, 1]; default 0
 forkable       bool     optional; default False
 job_type       str      optional model name; default ""
+min_utility    float    optional least placement utility in [0, 1] (TOPO-AWARE-P); default 0
+bw             float    optional interference pressure >= 0 (docs/semantics.md,
+                        *Interference*); default empty = ``comm`` if workers >= 2, else 0
 ============== ======== ===========================================================
 """
 
@@ -46,6 +49,8 @@ OPTIONAL_DEFAULTS: dict[str, object] = {
     "comm": 0.0,
     "forkable": False,
     "job_type": "",
+    "min_utility": 0.0,
+    "bw": np.nan,
 }
 
 
@@ -137,6 +142,10 @@ class Workload:
             check(col, ~np.isfinite(v) | (v < 0), "a finite number >= 0")
         comm = numeric("comm")
         check("comm", ~np.isfinite(comm) | (comm < 0) | (comm > 1), "a number in [0, 1]")
+        mu = numeric("min_utility")
+        check("min_utility", ~np.isfinite(mu) | (mu < 0) | (mu > 1), "a number in [0, 1]")
+        bw = numeric("bw")
+        check("bw", (bw < 0) | np.isinf(bw), "empty or a finite number >= 0")
         dl = numeric("deadline")
         check("deadline", np.isnan(dl), "a time (s) or +inf")
         cls_ok = out["job_class"].isin(["BE", "TE"]).to_numpy()
@@ -151,6 +160,8 @@ class Workload:
         out["workers"] = w.astype(np.int64)
         out["work"] = work
         out["comm"] = comm
+        out["min_utility"] = mu
+        out["bw"] = bw
         out["deadline"] = dl
         out["forkable"] = out["forkable"].astype(bool)
         out["job_type"] = out["job_type"].astype(str)

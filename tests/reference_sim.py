@@ -30,7 +30,9 @@ seconds; with ``GP = 0`` the job is suspended at once, goes to the head of
 the queue and loses ``fmod(progress time since resume, interval) * rate``
 iterations when a checkpoint interval is set. Every start after the first
 pays the restart delay. Rate = W x min per-worker throughput x
-W ** (exponent - 1) x topology factor.
+W ** (exponent - 1) x topology factor x interference factor; with interference on,
+every running job holding a GPU on a node touched by a start or a release gets its
+rate recomputed and its finish moved to max(now, resume_at) + remaining / rate.
 
 Public entry point: :func:`simulate`.
 """
@@ -73,6 +75,7 @@ class RNode:
     free_cpus: float = 0.0
     free_mem: float = 0.0
     owner: list = field(default_factory=list)  # job holding each GPU, -1 free
+    socket: list = field(default_factory=list)  # CPU socket of each GPU
 
 
 @dataclass
@@ -94,6 +97,10 @@ class RJob:
     deadline: float
     weight: float
     forkable: bool
+    job_type: str = ""
+    sens: float = 0.0  # interference sensitivity
+    press: float = 0.0  # interference pressure
+    min_utility: float = 0.0
     status: int = FUTURE
     remaining: float = 0.0
     rate: float = 0.0
@@ -232,6 +239,37 @@ def job_rate(job: RJob, alloc: list[tuple[int, int]], nodes: list[RNode], expone
     return rate
 
 
+def interference(sim: "RefSim", j: int, alloc: list[tuple[int, int]]) -> float:
+    """Interference factor of job j on ``alloc`` next to the other jobs holding GPUs that
+    share a socket (or a node) with one of its GPUs, each neighbour counted once."""
+    opts = sim.options
+    job = sim.jobs[j]
+    table = dict(opts.interference_table or ())
+    if not table and (opts.interference_coeff <= 0 or job.sens <= 0):
+        return 1.0
+    near: set[int] = set()
+    for n, g in alloc:
+        if g < 0:
+            continue
+        node = sim.nodes[n]
+        for h, k in enumerate(node.owner):
+            if k >= 0 and k != j and (opts.interference_domain == "node"
+                                      or node.socket[h] == node.socket[g]):
+                near.add(k)
+    if table:
+        return 1.0 / (1.0 + sum(table.get((job.job_type, sim.jobs[k].job_type), 1.0) - 1.0
+                                for k in near))
+    return 1.0 / (1.0 + opts.interference_coeff * job.sens * sum(sim.jobs[k].press for k in near))
+
+
+def _sockets(spec: Any) -> list[int]:
+    """Socket of each GPU: the spec's ``gpu_socket``, else an even split over ``sockets``."""
+    if spec.gpu_socket is not None:
+        return [int(x) for x in spec.gpu_socket]
+    per = max(1, -(-spec.gpus // max(1, spec.sockets)))
+    return [g // per for g in range(spec.gpus)]
+
+
 # -------------------------------------------------------------------- simulator
 class RefSim:
     """State of one reference run."""
@@ -251,7 +289,7 @@ class RefSim:
                     is_cpu=spec.gpu_type is None, gpus=int(spec.gpus), cpus=float(spec.cpus),
                     mem=float(spec.mem_gb), dist=dist, idle_w=idle, gpu_w=gw, core_w=cw,
                     free_gpus=int(spec.gpus), free_cpus=float(spec.cpus), free_mem=float(spec.mem_gb),
-                    owner=[-1] * int(spec.gpus)))
+                    owner=[-1] * int(spec.gpus), socket=_sockets(spec)))
         fr = scenario.workload.frame
         users: dict[Any, int] = {}
         self.jobs: list[RJob] = []
@@ -268,7 +306,11 @@ class RefSim:
                 tput=[float(row[f"tput_{d}"]) for d in self.devices], cpus_need=need,
                 mem=float(row["mem_gb"]), grace=grace, comm=float(row["comm"]),
                 deadline=float(row["deadline"]), weight=float(row["weight"]),
-                forkable=bool(row["forkable"]), remaining=float(row["work"])))
+                forkable=bool(row["forkable"]), remaining=float(row["work"]),
+                job_type=str(row["job_type"]), min_utility=float(row["min_utility"])))
+            job = self.jobs[-1]
+            job.sens = job.comm if job.workers >= 2 else 0.0
+            job.press = job.sens if math.isnan(float(row["bw"])) else float(row["bw"])
         self.n_users = len(users)
         self.service = [0.0] * self.n_users
         self.now = 0.0
@@ -414,8 +456,7 @@ class RefSim:
                 node.free_gpus -= 1
                 node.owner[g] = j
         job.alloc = alloc
-        job.rate = job_rate(job, alloc, nodes, self.options.scaling_exponent,
-                            self.options.topology_coeff, self.options.network_distance)
+        job.rate = self._rate(j)
         if math.isnan(job.first_start):
             job.first_start = self.now
             job.resume_at = self.now
@@ -428,6 +469,25 @@ class RefSim:
         job.status = RUNNING
         self.queue.remove(j)
         self.running.append(j)
+        self._refresh(alloc)
+
+    def _rate(self, j: int) -> float:
+        job = self.jobs[j]
+        base = job_rate(job, job.alloc, self.nodes, self.options.scaling_exponent,
+                        self.options.topology_coeff, self.options.network_distance)
+        return base * interference(self, j, job.alloc)
+
+    def _refresh(self, alloc: list[tuple[int, int]]) -> None:
+        """New rates and finishes of the running jobs holding a GPU on the touched nodes."""
+        opts = self.options
+        if opts.interference_coeff <= 0 and not opts.interference_table:
+            return
+        touched = {n for n, _ in alloc}
+        for k in self.running:
+            job = self.jobs[k]
+            if any(n in touched and g >= 0 for n, g in job.alloc):
+                job.rate = self._rate(k)
+                job.finish = max(self.now, job.resume_at) + job.remaining / job.rate
 
     def _check_explicit(self, job: RJob, alloc: list[tuple[int, int]]) -> None:
         if len(alloc) != job.workers:
@@ -490,6 +550,7 @@ class RefSim:
         job.finish = math.inf
         job.grace_end = math.inf
         self.running.remove(j)
+        self._refresh(job.alloc)
 
     def _suspend(self, j: int, lose_progress: bool) -> None:
         job = self.jobs[j]
@@ -624,6 +685,18 @@ class RefView:
         self.grace = _ro([j.grace for j in jobs], np.float64)
         self.comm = _ro([j.comm for j in jobs], np.float64)
         self.forkable = _ro([j.forkable for j in jobs], np.bool_)
+        self.sens = _ro([j.sens for j in jobs], np.float64)
+        self.press = _ro([j.press for j in jobs], np.float64)
+        self.min_utility = _ro([j.min_utility for j in jobs], np.float64)
+        g = max([1] + [n.gpus for n in sim.nodes])
+        dist = np.zeros((len(sim.nodes), g, g))
+        sockets = np.full((len(sim.nodes), g), -1, dtype=np.int64)
+        for k, n in enumerate(sim.nodes):
+            if n.gpus:
+                dist[k, :n.gpus, :n.gpus] = n.dist
+                sockets[k, :n.gpus] = n.socket
+        self.node_dist = _ro(dist, np.float64)
+        self.node_socket_of_gpu = _ro(sockets, np.int64)
         self.node_device = _ro([n.device for n in sim.nodes], np.int64)
         self.node_gpus = _ro([n.gpus for n in sim.nodes], np.int64)
         self.node_cpus = _ro([n.cpus for n in sim.nodes], np.float64)

@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit
 
 from hetgym.sim.codes import DONE, GRACE, QUEUED, RUNNING
+from hetgym.sim.interference import job_rate_nb, refresh_rates_nb
 from hetgym.sim.kernels import (
     alloc_nb,
     check_placement_nb,
@@ -27,7 +28,6 @@ from hetgym.sim.kernels import (
     queue_push_front_nb,
     queue_push_nb,
     queue_remove_nb,
-    rate_nb,
 )
 from hetgym.sim.state import (
     ACC_ENERGY,
@@ -100,6 +100,7 @@ def release_nb(job, P, S):
     js.finish[job] = np.inf
     js.grace_end[job] = np.inf
     _running_remove_nb(run, job)
+    refresh_rates_nb(w, wn, P, S)
 
 
 @njit(cache=True)
@@ -253,7 +254,7 @@ def start_nb(job, w, wnodes, wgpus, P, S):
     for i in range(w):
         js.worker_node[job, i] = wnodes[i]
         js.worker_gpu[job, i] = wgpus[i]
-    r = rate_nb(w, wnodes, wgpus, jobs.tput[job], jobs.comm[job], nodes, P.opts)
+    r = job_rate_nb(job, w, wnodes, wgpus, P, S.node)
     t = run.acc[ACC_NOW]
     if np.isnan(js.first_start[job]):
         js.first_start[job] = t
@@ -269,6 +270,7 @@ def start_nb(job, w, wnodes, wgpus, P, S):
     queue_remove_nb(run, js.qpos, job)
     run.running[run.ctr[CTR_RUN]] = job
     run.ctr[CTR_RUN] += 1
+    refresh_rates_nb(w, wnodes, P, S)
     return START_OK
 
 

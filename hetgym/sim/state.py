@@ -57,6 +57,7 @@ class NodeArrays(NamedTuple):
     dev_is_cpu: np.ndarray  # bool[C]
     dev_start: np.ndarray   # int64[C + 1], nodes of type c are by_dev[dev_start[c]:dev_start[c+1]]
     by_dev: np.ndarray      # int64[N], node indices grouped by device type (ascending in a group)
+    socket: np.ndarray      # int64[N, G], CPU socket of each GPU, -1 padding
 
 
 class JobArrays(NamedTuple):
@@ -77,6 +78,10 @@ class JobArrays(NamedTuple):
     comm: np.ndarray       # float64[J], 0..1
     forkable: np.ndarray   # bool[J]
     holdable: np.ndarray   # bool[J, C], see :func:`gang_fits`
+    sens: np.ndarray       # float64[J], interference sensitivity s_j (comm if W >= 2, else 0)
+    press: np.ndarray      # float64[J], interference pressure p_j (column bw, default as sens)
+    itype: np.ndarray      # int64[J], dense id of job_type (interference table rows)
+    min_utility: np.ndarray  # float64[J], least placement utility accepted (TOPO-AWARE-P)
 
 
 class Options(NamedTuple):
@@ -92,6 +97,9 @@ class Options(NamedTuple):
     idle_power: float       # W, all nodes
     policy: int             # PlacementPolicy code
     limit: int              # preemption limit per job, -1 = none
+    interf_mode: int        # 0 no interference, 1 coefficient model, 2 pairwise table
+    interf_coeff: float
+    interf_domain: int      # 0 socket, 1 node
 
 
 class Params(NamedTuple):
@@ -101,6 +109,7 @@ class Params(NamedTuple):
     nodes: NodeArrays
     opts: Options
     min_unit: np.ndarray  # float64[C], least a worker of any job takes of free_dev[c] (1 GPU, or cores)
+    itab: np.ndarray      # float64[T, T], interference slowdown of type a next to type b (1 = none)
 
 
 class JobState(NamedTuple):
@@ -190,9 +199,11 @@ def cluster_nodes(cluster: ClusterSpec) -> NodeArrays:
     n = len(spec_nodes)
     gmax = max(1, max(s.gpus for s in spec_nodes))
     dist = np.zeros((n, gmax, gmax))
+    socket = np.full((n, gmax), -1, dtype=np.int64)
     for k, s in enumerate(spec_nodes):
         if s.gpus:
             dist[k, : s.gpus, : s.gpus] = s.distance_matrix()
+            socket[k, : s.gpus] = s.socket_of_gpu()
     power = np.asarray([s.power_w() for s in spec_nodes], dtype=np.float64).reshape(n, 3)
     dev = np.asarray([devices.index(s.device) for s in spec_nodes], dtype=np.int64)
     by_dev = np.argsort(dev, kind="stable").astype(np.int64)
@@ -209,6 +220,7 @@ def cluster_nodes(cluster: ClusterSpec) -> NodeArrays:
         dev_is_cpu=np.asarray([d == "cpu" for d in devices], dtype=np.bool_),
         dev_start=dev_start,
         by_dev=by_dev,
+        socket=socket,
     )
 
 
@@ -287,6 +299,9 @@ def _build_jobs_uncached(scenario: Scenario) -> JobArrays:
         grace = np.full(len(fr), float(scenario.options.grace_period))
     workers = fr["workers"].to_numpy(dtype=np.int64)
     mem = fr["mem_gb"].to_numpy(dtype=np.float64)
+    comm = fr["comm"].to_numpy(dtype=np.float64)
+    sens = np.where(workers >= 2, comm, 0.0)
+    bw = fr["bw"].to_numpy(dtype=np.float64)
     jobs = JobArrays(
         job_id=fr["job_id"].to_numpy(dtype=np.int64),
         arrival=fr["arrival"].to_numpy(dtype=np.float64),
@@ -300,13 +315,35 @@ def _build_jobs_uncached(scenario: Scenario) -> JobArrays:
         deadline=fr["deadline"].to_numpy(dtype=np.float64),
         weight=fr["weight"].to_numpy(dtype=np.float64),
         grace=grace,
-        comm=fr["comm"].to_numpy(dtype=np.float64),
+        comm=comm,
         forkable=fr["forkable"].to_numpy(dtype=np.bool_),
         holdable=gang_fits(workers, cpus_need, mem, build_nodes(scenario)),
+        sens=sens,
+        press=np.where(np.isnan(bw), sens, bw),
+        itype=np.searchsorted(job_types(scenario), fr["job_type"].to_numpy()).astype(np.int64),
+        min_utility=fr["min_utility"].to_numpy(dtype=np.float64),
     )
     # owned, writable, C-contiguous copies: one Numba type for whole workloads and windows
     # (pandas hands out read-only views, which Numba types apart and compiles again)
     return JobArrays(*(np.array(a, copy=True, order="C") for a in jobs))
+
+
+def job_types(scenario: Scenario) -> np.ndarray:
+    """Sorted distinct ``job_type`` names of the workload and of the interference table
+    (``JobArrays.itype`` indexes it)."""
+    names = set(scenario.workload.frame["job_type"].astype(str))
+    for (a, b), _ in scenario.options.interference_table or ():
+        names.update((a, b))
+    return np.array(sorted(names), dtype=object)
+
+
+def interference_matrix(scenario: Scenario) -> np.ndarray:
+    """``float64[T, T]`` slowdown of a type-a job next to a type-b job (1 where not given)."""
+    names = job_types(scenario)
+    tab = np.ones((max(1, len(names)), max(1, len(names))))
+    for (a, b), v in scenario.options.interference_table or ():
+        tab[np.searchsorted(names, a), np.searchsorted(names, b)] = v
+    return tab
 
 
 def best_durations(jobs: JobArrays, amount: np.ndarray | None = None,
@@ -337,12 +374,16 @@ def build_params(scenario: Scenario, jobs: JobArrays, round_length: float | None
         scaling_exponent=float(o.scaling_exponent), topology_coeff=float(o.topology_coeff),
         network_distance=float(o.network_distance), idle_power=float(nodes.idle_w.sum()),
         policy=int(PlacementPolicy.of(o.placement)),
-        limit=-1 if o.max_preemptions is None else int(o.max_preemptions))
+        limit=-1 if o.max_preemptions is None else int(o.max_preemptions),
+        interf_mode=2 if o.interference_table else (1 if o.interference_coeff > 0 else 0),
+        interf_coeff=float(o.interference_coeff),
+        interf_domain=0 if o.interference_domain == "socket" else 1)
     unit = np.ones(len(nodes.dev_is_cpu))
     for c in np.flatnonzero(nodes.dev_is_cpu):
         need = jobs.cpus_need[:, c][jobs.tput[:, c] > 0]
         unit[c] = float(need.min()) if len(need) else np.inf
-    return Params(jobs=jobs, nodes=nodes, opts=opts, min_unit=unit)
+    return Params(jobs=jobs, nodes=nodes, opts=opts, min_unit=unit,
+                  itab=interference_matrix(scenario))
 
 
 def new_state(params: Params) -> State:

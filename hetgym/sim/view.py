@@ -129,7 +129,8 @@ class View:
     ``grace``, ``comm``, ``forkable``, ``job_id``, ``holdable`` (J x C). Dynamic:
     ``status``, ``remaining``, ``rate``, ``n_preempt``, ``n_restart``, ``device``,
     ``first_start``, ``worker_node``, ``worker_gpu``, ``exec_time``. Nodes:
-    ``node_device``, ``node_gpus``, ``node_cpus``, ``node_mem``, ``free_gpus``,
+    ``node_device``, ``node_gpus``, ``node_cpus``, ``node_mem``, ``node_dist`` (GPU
+    distance matrices, 0-padded), ``node_socket_of_gpu`` (-1 padded), ``free_gpus``,
     ``free_cpus``, ``free_mem``, and ``free_dev`` (per device type: free GPUs, or
     free cores for ``cpu``).
     """
@@ -151,6 +152,8 @@ class View:
         self.node_gpus = _ro(nd.gpus)
         self.node_cpus = _ro(nd.cpus)
         self.node_mem = _ro(nd.mem)
+        self.node_dist = _ro(nd.dist)
+        self.node_socket_of_gpu = _ro(nd.socket)
         self.dev_is_cpu = _ro(nd.dev_is_cpu)
         self.free_gpus = _ro(ns.free_gpus)
         self.free_cpus = _ro(ns.free_cpus)
