@@ -24,7 +24,7 @@ __all__ = [
     "Objective",
     "Scenario",
     "default_topology",
-    "default_gpu_socket",
+    "default_gpu_sockets",
     "minsky_topology",
     "dgx1_topology",
 ]
@@ -53,12 +53,11 @@ def default_topology(gpus: int, sockets: int) -> np.ndarray:
     return d
 
 
-def default_gpu_socket(gpus: int, sockets: int) -> list[int]:
-    """CPU socket of each GPU when ``gpus`` GPUs are split evenly over ``sockets``
-    (the split :func:`default_topology` assumes: GPU ``i`` on socket
-    ``i // ceil(gpus / sockets)``)."""
+def default_gpu_sockets(gpus: int, sockets: int) -> np.ndarray:
+    """Socket of each GPU of a server with ``gpus`` GPUs split evenly over ``sockets``
+    (the split :func:`default_topology` assumes)."""
     per_socket = max(1, -(-gpus // max(1, sockets)))
-    return [g // per_socket for g in range(gpus)]
+    return np.arange(gpus, dtype=np.int64) // per_socket
 
 
 def minsky_topology() -> np.ndarray:
@@ -118,7 +117,7 @@ class NodeSpec:
             ``None`` builds :func:`default_topology`.
         power: Power model; defaults come from the device catalogue.
         gpu_socket: CPU socket of each GPU (``gpus`` ints in ``0..sockets-1``);
-            ``None``: :func:`default_gpu_socket` (an even split). Interference with the
+            ``None``: :func:`default_gpu_sockets` (an even split). Interference with the
             ``"socket"`` domain and ``View.node_socket_of_gpu`` read it.
     """
 
@@ -171,11 +170,12 @@ class NodeSpec:
             return np.asarray(self.topology, dtype=np.float64)
         return default_topology(self.gpus, self.sockets)
 
-    def socket_of_gpu(self) -> list[int]:
-        """CPU socket of each GPU (``gpu_socket`` or the even split)."""
+    def socket_map(self) -> np.ndarray:
+        """int64[gpus]: CPU socket of each GPU (``gpu_socket``, else an even split over
+        ``sockets``)."""
         if self.gpu_socket is not None:
-            return list(self.gpu_socket)
-        return default_gpu_socket(self.gpus, self.sockets)
+            return np.asarray(self.gpu_socket, dtype=np.int64)
+        return default_gpu_sockets(self.gpus, self.sockets)
 
     def power_w(self) -> tuple[float, float, float]:
         """(idle W of the node, W per busy GPU, W per busy core)."""

@@ -31,8 +31,8 @@ the queue and loses ``fmod(progress time since resume, interval) * rate``
 iterations when a checkpoint interval is set. Every start after the first
 pays the restart delay. Rate = W x min per-worker throughput x
 W ** (exponent - 1) x topology factor x interference factor; with interference on,
-every running job holding a GPU on a node touched by a start or a release gets its
-rate recomputed and its finish moved to max(now, resume_at) + remaining / rate.
+every running job holding a GPU on a node touched by a start, a release or a move gets
+its rate recomputed and its finish moved to max(now, resume_at) + remaining / rate.
 
 Public entry point: :func:`simulate`.
 """
@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hetgym.decisions import Placement, Preempt, SchedulingError, Start, Wait
+from hetgym.decisions import Move, Placement, Preempt, SchedulingError, Start, Wait
 
 __all__ = ["simulate", "RefResult", "RefSim", "RefView", "RefCapacity", "place", "slots_on_node"]
 
@@ -71,11 +71,12 @@ class RNode:
     idle_w: float
     gpu_w: float
     core_w: float
+    socket: list = field(default_factory=list)  # CPU socket of each GPU
+    sockets: int = 1
     free_gpus: int = 0
     free_cpus: float = 0.0
     free_mem: float = 0.0
     owner: list = field(default_factory=list)  # job holding each GPU, -1 free
-    socket: list = field(default_factory=list)  # CPU socket of each GPU
 
 
 @dataclass
@@ -111,6 +112,7 @@ class RJob:
     first_start: float = math.nan
     end: float = math.nan
     exec_time: float = 0.0
+    attained: float = 0.0  # worker-seconds held in finished runs
     n_preempt: int = 0
     n_restart: int = 0
     device: int = -1  # -1 never ran, -2 mixed
@@ -239,7 +241,7 @@ def job_rate(job: RJob, alloc: list[tuple[int, int]], nodes: list[RNode], expone
     return rate
 
 
-def interference(sim: "RefSim", j: int, alloc: list[tuple[int, int]]) -> float:
+def interference(sim: RefSim, j: int, alloc: list[tuple[int, int]]) -> float:
     """Interference factor of job j on ``alloc`` next to the other jobs holding GPUs that
     share a socket (or a node) with one of its GPUs, each neighbour counted once."""
     opts = sim.options
@@ -262,12 +264,17 @@ def interference(sim: "RefSim", j: int, alloc: list[tuple[int, int]]) -> float:
     return 1.0 / (1.0 + opts.interference_coeff * job.sens * sum(sim.jobs[k].press for k in near))
 
 
-def _sockets(spec: Any) -> list[int]:
-    """Socket of each GPU: the spec's ``gpu_socket``, else an even split over ``sockets``."""
+def _spec_sockets(spec: Any) -> list[int]:
+    """Socket of each GPU: the spec's ``gpu_socket``, else the even split."""
     if spec.gpu_socket is not None:
         return [int(x) for x in spec.gpu_socket]
-    per = max(1, -(-spec.gpus // max(1, spec.sockets)))
-    return [g // per for g in range(spec.gpus)]
+    return _even_sockets(int(spec.gpus), int(spec.sockets))
+
+
+def _even_sockets(gpus: int, sockets: int) -> list[int]:
+    """GPUs split evenly over the sockets, in order (e.g. 4 GPUs, 2 sockets: 0, 0, 1, 1)."""
+    per = max(1, math.ceil(gpus / max(1, sockets)))
+    return [g // per for g in range(gpus)]
 
 
 # -------------------------------------------------------------------- simulator
@@ -288,8 +295,10 @@ class RefSim:
                     name=f"{spec.name}-{i}", device=self.devices.index(spec.device),
                     is_cpu=spec.gpu_type is None, gpus=int(spec.gpus), cpus=float(spec.cpus),
                     mem=float(spec.mem_gb), dist=dist, idle_w=idle, gpu_w=gw, core_w=cw,
+                    socket=_spec_sockets(spec),
+                    sockets=max(1, int(spec.sockets)),
                     free_gpus=int(spec.gpus), free_cpus=float(spec.cpus), free_mem=float(spec.mem_gb),
-                    owner=[-1] * int(spec.gpus), socket=_sockets(spec)))
+                    owner=[-1] * int(spec.gpus)))
         fr = scenario.workload.frame
         users: dict[Any, int] = {}
         self.jobs: list[RJob] = []
@@ -319,6 +328,7 @@ class RefSim:
         self.next_arrival = 0
         self.round_length = round_length
         self.next_round = round_length if round_length else math.inf
+        self.wakeup = math.inf  # the scheduler's next wake-up
         self.rng = np.random.default_rng(seed)
         self.energy_j = 0.0
         self.busy_time = {d: 0.0 for d in self.devices}
@@ -339,8 +349,10 @@ class RefSim:
             times.append(job.finish)
             if job.status == GRACE:
                 times.append(job.grace_end)
-        if self.round_length and (self.running or self.queue):
-            times.append(self.next_round)
+        if self.running or self.queue:
+            if self.round_length:
+                times.append(self.next_round)
+            times.append(self.wakeup)
         return min(times)
 
     def _power_and_busy(self) -> tuple[float, dict[str, float]]:
@@ -398,6 +410,8 @@ class RefSim:
             self.next_arrival += 1
         while self.next_round <= t:
             self.next_round += self.round_length
+        if self.wakeup <= t:
+            self.wakeup = math.inf
         self.events += 1
         return True
 
@@ -408,6 +422,8 @@ class RefSim:
                 self.start(d.job, d.device, d.placement)
             elif isinstance(d, Preempt):
                 self.preempt(d.job)
+            elif isinstance(d, Move):
+                self.move(d.job, d.placement)
             elif isinstance(d, Wait):
                 pass
             else:
@@ -447,35 +463,34 @@ class RefSim:
             self._check_explicit(job, alloc)
             devs = {nodes[n].device for n, _ in alloc}
             dev = devs.pop() if len(devs) == 1 else -2
-        # take the resources
-        for n, g in alloc:
-            node = nodes[n]
-            node.free_cpus -= job.cpus_need[node.device]
-            node.free_mem -= job.mem
-            if g >= 0:
-                node.free_gpus -= 1
-                node.owner[g] = j
-        job.alloc = alloc
-        job.rate = self._rate(j)
         if math.isnan(job.first_start):
             job.first_start = self.now
             job.resume_at = self.now
         else:
             job.n_restart += 1
             job.resume_at = self.now + self.options.restart_delay
+        self.queue.remove(j)
+        self._take(j, alloc, dev)
+
+    def _take(self, j: int, alloc: list[tuple[int, int]], dev: int) -> None:
+        """Take the resources of ``alloc`` and run job ``j`` on them (resume_at already set)."""
+        job = self.jobs[j]
+        nodes = self.nodes
+        self._book(job, alloc, +1)
+        job.alloc = alloc
+        job.rate = self._rate(j, alloc)
         job.finish = job.resume_at + job.remaining / job.rate
         job.run_start = self.now
         job.device = dev
         job.status = RUNNING
-        self.queue.remove(j)
         self.running.append(j)
         self._refresh(alloc)
 
-    def _rate(self, j: int) -> float:
-        job = self.jobs[j]
-        base = job_rate(job, job.alloc, self.nodes, self.options.scaling_exponent,
+    def _rate(self, j: int, alloc: list[tuple[int, int]]) -> float:
+        """Rate of job j on ``alloc`` next to the jobs holding GPUs now."""
+        base = job_rate(self.jobs[j], alloc, self.nodes, self.options.scaling_exponent,
                         self.options.topology_coeff, self.options.network_distance)
-        return base * interference(self, j, job.alloc)
+        return base * interference(self, j, alloc)
 
     def _refresh(self, alloc: list[tuple[int, int]]) -> None:
         """New rates and finishes of the running jobs holding a GPU on the touched nodes."""
@@ -486,8 +501,31 @@ class RefSim:
         for k in self.running:
             job = self.jobs[k]
             if any(n in touched and g >= 0 for n, g in job.alloc):
-                job.rate = self._rate(k)
+                job.rate = self._rate(k, job.alloc)
                 job.finish = max(self.now, job.resume_at) + job.remaining / job.rate
+
+    def move(self, j: int, placement: Placement) -> None:
+        """Re-allocate a running job (or one in its grace period): see ``hetgym.decisions.Move``."""
+        j = int(j)
+        if not 0 <= j < len(self.jobs) or self.jobs[j].status not in (RUNNING, GRACE):
+            raise SchedulingError(f"Move: job {j} is not RUNNING")
+        job = self.jobs[j]
+        alloc = list(zip([int(x) for x in placement.nodes], [int(x) for x in placement.gpus]))
+        if sorted(alloc) == sorted(job.alloc):
+            job.status = RUNNING
+            job.grace_end = math.inf
+            return
+        self._book(job, job.alloc, -1)  # check against the free resources plus the job's own
+        try:
+            self._check_explicit(job, alloc)
+        finally:
+            self._book(job, job.alloc, +1)  # taken back; the move below releases them for good
+        self._lose_since_checkpoint(job)
+        self._release(j)
+        job.n_restart += 1
+        job.resume_at = self.now + self.options.restart_delay
+        devs = {self.nodes[n].device for n, _ in alloc}
+        self._take(j, alloc, devs.pop() if len(devs) == 1 else -2)
 
     def _check_explicit(self, job: RJob, alloc: list[tuple[int, int]]) -> None:
         if len(alloc) != job.workers:
@@ -535,30 +573,39 @@ class RefSim:
         else:
             self._suspend(j, lose_progress=True)
 
+    def _book(self, job: RJob, alloc: list[tuple[int, int]], sign: int) -> None:
+        """Take (sign +1) or give back (-1) the resources of ``alloc`` for ``job``."""
+        for n, g in alloc:
+            node = self.nodes[n]
+            node.free_cpus -= sign * job.cpus_need[node.device]
+            node.free_mem -= sign * job.mem
+            if g >= 0:
+                node.free_gpus -= sign
+                node.owner[g] = job.index if sign > 0 else -1
+
     def _release(self, j: int) -> None:
         job = self.jobs[j]
-        for n, g in job.alloc:
-            node = self.nodes[n]
-            node.free_cpus += job.cpus_need[node.device]
-            node.free_mem += job.mem
-            if g >= 0:
-                node.free_gpus += 1
-                node.owner[g] = -1
+        self._book(job, job.alloc, -1)
         self.segments.append((j, job.run_start, self.now, job.device))
         job.exec_time += self.now - job.run_start
+        job.attained += job.workers * (self.now - job.run_start)
         job.rate = 0.0
         job.finish = math.inf
         job.grace_end = math.inf
         self.running.remove(j)
         self._refresh(job.alloc)
 
-    def _suspend(self, j: int, lose_progress: bool) -> None:
-        job = self.jobs[j]
+    def _lose_since_checkpoint(self, job: RJob) -> None:
         interval = self.options.checkpoint_interval
-        if lose_progress and interval > 0:
+        if interval > 0:
             progressed = max(0.0, self.now - job.resume_at)
             lost = math.fmod(progressed, interval) * job.rate
             job.remaining = min(job.work, job.remaining + lost)
+
+    def _suspend(self, j: int, lose_progress: bool) -> None:
+        job = self.jobs[j]
+        if lose_progress:
+            self._lose_since_checkpoint(job)
         self._release(j)
         job.status = QUEUED
         self.queue.insert(0, j)
@@ -690,13 +737,10 @@ class RefView:
         self.min_utility = _ro([j.min_utility for j in jobs], np.float64)
         g = max([1] + [n.gpus for n in sim.nodes])
         dist = np.zeros((len(sim.nodes), g, g))
-        sockets = np.full((len(sim.nodes), g), -1, dtype=np.int64)
         for k, n in enumerate(sim.nodes):
             if n.gpus:
                 dist[k, :n.gpus, :n.gpus] = n.dist
-                sockets[k, :n.gpus] = n.socket
         self.node_dist = _ro(dist, np.float64)
-        self.node_socket_of_gpu = _ro(sockets, np.int64)
         self.node_device = _ro([n.device for n in sim.nodes], np.int64)
         self.node_gpus = _ro([n.gpus for n in sim.nodes], np.int64)
         self.node_cpus = _ro([n.cpus for n in sim.nodes], np.float64)
@@ -716,6 +760,52 @@ class RefView:
     device = property(lambda self: self._jobs("device", np.int64))
     first_start = property(lambda self: self._jobs("first_start", np.float64))
     exec_time = property(lambda self: self._jobs("exec_time", np.float64))
+    run_start = property(lambda self: self._jobs("run_start", np.float64))
+
+    def attained_service(self, job: int | None = None) -> Any:
+        """Worker-seconds held, the current run included."""
+        sim = self._sim
+        out = [j.attained + (j.workers * (sim.now - j.run_start)
+                             if j.status in (RUNNING, GRACE) else 0.0) for j in sim.jobs]
+        return float(out[int(job)]) if job is not None else _ro(out, np.float64)
+
+    @property
+    def restart_delay(self) -> float:
+        return float(self.options.restart_delay)
+
+    @property
+    def at_round_boundary(self) -> bool:
+        L = self._sim.round_length
+        if not L:
+            return False
+        return abs(self.now - round(self.now / L) * L) <= 1e-9 * L
+
+    @property
+    def round_index(self) -> int:
+        L = self._sim.round_length
+        if not L:
+            return -1
+        return int(round(self.now / L)) if self.at_round_boundary else int(self.now // L)
+
+    def jobs_on_node(self, node: int) -> np.ndarray:
+        sim = self._sim
+        return _ro([j for j in sim.running if any(n == node for n, _ in sim.jobs[j].alloc)],
+                   np.int64)
+
+    def rate_of(self, job: int, placement: Placement) -> float:
+        sim = self._sim
+        alloc = list(zip([int(x) for x in placement.nodes], [int(x) for x in placement.gpus]))
+        return sim._rate(int(job), alloc)
+
+    @property
+    def node_socket_of_gpu(self) -> np.ndarray:
+        nodes = self._sim.nodes
+        g = max(1, max(n.gpus for n in nodes))
+        return _ro([n.socket + [-1] * (g - n.gpus) for n in nodes], np.int64)
+
+    @property
+    def node_sockets(self) -> np.ndarray:
+        return _ro([n.sockets for n in self._sim.nodes], np.int64)
 
     def _workers_table(self, which: int) -> np.ndarray:
         out = [[-1] * self._wmax for _ in self._sim.jobs]
@@ -858,21 +948,32 @@ def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -
     sim = RefSim(scenario, seed=seed, round_length=round_length)
     every_instant = bool(getattr(scheduler, "call_when_queue_empty", False) or round_length)
     scheduler.reset(sim.view)
+    wakeup = getattr(scheduler, "next_wakeup", None)
+
+    def ask_wakeup() -> None:
+        if wakeup is not None:
+            t = wakeup(sim.view)
+            if t is not None and not t > sim.now:
+                raise SchedulingError(f"next_wakeup returned {t} at t={sim.now}")
+            sim.wakeup = math.inf if t is None else float(t)
+
+    ask_wakeup()
     while True:
-        round_due = sim.next_round
+        timed_due = min(sim.next_round, sim.wakeup)
         if not sim.step():
             break
         if check:
             sim.check()
-        if not sim.queue and not every_instant:
+        timed = sim.now >= timed_due
+        if not sim.queue and not every_instant and not timed:
             continue
         decisions = scheduler.decide(sim.view)
         sim.decision_points += 1
         if decisions:
             sim.apply(decisions)
-        elif (round_length and sim.now >= round_due and not sim.running
-              and sim.next_arrival == len(sim.jobs)):
-            break  # a round on an idle cluster with nothing to arrive changed nothing: stalled
+        elif timed and not sim.running and sim.next_arrival == len(sim.jobs):
+            break  # a timed instant on an idle cluster with nothing to arrive changed nothing
+        ask_wakeup()
         if check:
             sim.check()
     names = {i: d for i, d in enumerate(sim.devices)}

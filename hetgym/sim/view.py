@@ -15,7 +15,8 @@ import numpy as np
 from hetgym.decisions import Placement, Start
 from hetgym.sim import events as E
 from hetgym.sim import kernels as K
-from hetgym.sim.codes import GRACE
+from hetgym.sim.interference import job_rate_nb
+from hetgym.sim.codes import GRACE, RUNNING
 from hetgym.sim.dispatch import entry
 from hetgym.sim.state import NodeState
 
@@ -146,19 +147,22 @@ class View:
         for name in jb._fields:
             setattr(self, name, _ro(getattr(jb, name)))
         for name in ("status", "remaining", "rate", "n_preempt", "n_restart", "device",
-                     "first_start", "worker_node", "worker_gpu", "exec_time"):
+                     "first_start", "worker_node", "worker_gpu", "exec_time", "run_start"):
             setattr(self, name, _ro(getattr(js, name)))
         self.node_device = _ro(nd.dev)
         self.node_gpus = _ro(nd.gpus)
         self.node_cpus = _ro(nd.cpus)
         self.node_mem = _ro(nd.mem)
         self.node_dist = _ro(nd.dist)
-        self.node_socket_of_gpu = _ro(nd.socket)
         self.dev_is_cpu = _ro(nd.dev_is_cpu)
         self.free_gpus = _ro(ns.free_gpus)
         self.free_cpus = _ro(ns.free_cpus)
         self.free_mem = _ro(ns.free_mem)
         self.free_dev = _ro(ns.free_dev)
+        self.node_socket_of_gpu = _ro(nd.socket)
+        self.node_sockets = _ro(nd.sockets)
+        self.restart_delay = float(sim.params.opts.restart_delay)
+        self._type_ids: np.ndarray | None = None
         w = sim.js.worker_node.shape[1]
         self._adm = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty((0, w), np.int64),
                      np.empty((0, w), np.int64))
@@ -167,6 +171,73 @@ class View:
     def now(self) -> float:
         """Current simulated time (s)."""
         return self._sim.now
+
+    @property
+    def job_type_id(self) -> np.ndarray:
+        """int64[J]: dense ids of the workload's ``job_type`` column (first appearance order)."""
+        if self._type_ids is None:
+            col = self._sim.workload_column("job_type")
+            _, first, inv = np.unique(col, return_index=True, return_inverse=True)
+            rank = np.empty(len(first), dtype=np.int64)
+            rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+            self._type_ids = _ro(rank[inv].astype(np.int64))
+        return self._type_ids
+
+    def attained_service(self, job: int | None = None) -> float | np.ndarray:
+        """Worker-seconds (GPU-seconds on GPUs) held so far, the current run included: for
+        one ``job`` a float, else float64[J] (Tiresias' ``executed_time x num_gpu``)."""
+        s = self._sim
+        js = s.js
+        live = (js.status == RUNNING) | (js.status == GRACE)
+        held = np.where(live, (s.now - np.nan_to_num(js.run_start)) * s.jobs.workers, 0.0)
+        out = js.attained + held
+        return float(out[job]) if job is not None else out
+
+    @property
+    def at_round_boundary(self) -> bool:
+        """Whether now is a round boundary (a multiple of the round length, within 1e-9 of a
+        round); False when the scheduler has no rounds."""
+        L = self._sim.params.opts.round_len
+        if L <= 0:
+            return False
+        k = round(self.now / L)
+        return abs(self.now - k * L) <= 1e-9 * L
+
+    @property
+    def round_index(self) -> int:
+        """Index of the round under way (``floor(now / L)``, boundaries within 1e-9 of a round
+        count as the new round); -1 when the scheduler has no rounds."""
+        L = self._sim.params.opts.round_len
+        if L <= 0:
+            return -1
+        k = round(self.now / L)
+        return int(k) if abs(self.now - k * L) <= 1e-9 * L else int(self.now // L)
+
+    def jobs_on_node(self, node: int) -> np.ndarray:
+        """Jobs holding at least one worker on ``node`` (in start order)."""
+        s = self._sim
+        run = s.running_jobs()
+        if len(run) == 0:
+            return run
+        w = s.jobs.workers[run]
+        wn = s.js.worker_node[run]
+        mask = (wn == int(node)) & (np.arange(wn.shape[1])[None, :] < w[:, None])
+        return run[mask.any(axis=1)]
+
+    def rate_of(self, job: int, placement: Placement) -> float:
+        """Iterations/s that ``job`` would make on ``placement`` (the engine's own rate
+        function: slowest worker, scaling, topology, and interference with the jobs
+        holding GPUs now, the job itself left out); 0 if a worker's throughput is 0."""
+        s = self._sim
+        n = np.ascontiguousarray(placement.nodes, dtype=np.int64)
+        g = np.ascontiguousarray(placement.gpus, dtype=np.int64)
+        if len(n) == 0 or len(g) != len(n):
+            raise ValueError(f"rate_of: job {job} needs a placement with one (node, GPU) per "
+                             f"worker, got {len(n)} nodes and {len(g)} GPUs")
+        nd = s.nodes
+        if n.min() < 0 or n.max() >= len(nd.dev) or (g >= nd.gpus[n]).any() or (g < -1).any():
+            raise ValueError(f"rate_of: placement of job {job} names a node or GPU out of range")
+        return float(job_rate_nb(int(job), len(n), n, g, s.params, s.ns))
 
     @property
     def pref(self) -> np.ndarray:
