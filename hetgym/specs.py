@@ -255,6 +255,8 @@ class SimOptions:
         interference_table: Optional ``{(job_type_a, job_type_b): slowdown >= 1}``: when
             given, the factor of a job of type a is ``1 / (1 + sum (slowdown - 1))`` over
             its neighbours of type b (missing pairs count 1) and the coefficient is unused.
+        slo_slack: A finished job violates its SLO when its placement slowdown
+            (exec_time / ideal run time) exceeds this (metric ``slo_violations``).
     """
 
     restart_delay: float = 10.0
@@ -273,6 +275,7 @@ class SimOptions:
     interference_coeff: float = 0.0
     interference_domain: str = "socket"
     interference_table: Any = None
+    slo_slack: float = 1.05
 
     def __post_init__(self) -> None:
         for name in ("restart_delay", "checkpoint_interval", "energy_price", "pue",

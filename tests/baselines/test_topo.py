@@ -179,3 +179,67 @@ def test_registered() -> None:
         assert name in baselines.names()
     assert baselines.make("topo-aware-p").postpone is True
     assert math.isclose(baselines.make("topo-aware", kappa=0.5).search.kappa, 0.5)
+
+
+# ------------------------------------------------------------------ M12 metrics
+def test_placement_metrics_t2() -> None:
+    """T-2 under FCFS: J2 runs 125 s for its ideal 100 s: placement slowdown 1.25, an SLO
+    violation; the 1-GPU jobs have slowdown 1; jct_over_ideal averages jct / ideal."""
+    sc = _scenario([_job(0.0, 1, 1000.0, comm=0.0), _job(1.0, 1, 1000.0, comm=0.0),
+                    _job(2.0, 2, 100.0)])
+    res, _ = _run(sc, TopoFCFS(), pins={0: [2]})
+    assert res.jobs["placement_slowdown"].tolist() == pytest.approx([1.0, 1.0, 1.25])
+    m = res.summary()
+    assert m["avg_placement_slowdown"] == pytest.approx(3.25 / 3)
+    assert m["max_placement_slowdown"] == pytest.approx(1.25)
+    assert m["p95_placement_slowdown"] == pytest.approx(1.0 + 0.9 * 0.25)
+    assert m["slo_violations"] == 1.0
+    assert m["jct_over_ideal"] == pytest.approx((1.0 + 1.0 + 1.25) / 3)
+    res2 = hetgym.simulate(sc.replace(options={"slo_slack": 1.3}), Pinned(TopoFCFS(), {0: [2]}))
+    assert res2.summary()["slo_violations"] == 0.0
+
+
+# ------------------------------------------------------------------ scenarios
+@pytest.mark.parametrize(("name", "params"), [("topo-prototype", {}),
+                                              ("topo-prototype", {"jobs": "authors"}),
+                                              ("topo-sim", {"n_jobs": 30, "n_machines": 2})])
+def test_env_runs_topo_scenarios(name: str, params: dict) -> None:
+    """HetCluster-v0 passes Gymnasium's checker on the TOPO scenarios."""
+    import gymnasium as gym
+    from gymnasium.utils.env_checker import check_env
+
+    sc = hetgym.scenarios.get(name, **params)
+    env = gym.make("HetCluster-v0", scenario=sc, window=4)
+    check_env(env.unwrapped, skip_render_check=True)
+
+
+def test_prototype_scenario_data() -> None:
+    """topo-prototype: Table 1 jobs timed from the profile (work = packed solo time, comm
+    from the pack/spread ratio: AlexNet bs1 0.99517, bs4 0.92025, GoogLeNet bs4 0.08310)."""
+    fr = hetgym.scenarios.get("topo-prototype").workload.frame
+    assert fr["workers"].tolist() == [1, 1, 1, 2, 2, 2]
+    assert fr["work"].tolist() == pytest.approx([69.165, 251.195, 69.165, 152.285, 127.415,
+                                                 127.415])
+    assert fr["comm"].tolist() == pytest.approx([0.995173, 0.083099, 0.995173, 0.920248,
+                                                 0.995173, 0.995173], abs=1e-6)
+    assert fr["min_utility"].tolist() == [0.3, 0.3, 0.3, 0.5, 0.5, 0.5]
+    assert fr["arrival"].iloc[0] == pytest.approx(0.513093165250245)
+    # the topology factor reproduces the profile's spread time exactly (A-T5)
+    res, _ = _run(hetgym.scenarios.get("topo-prototype").replace(
+        workload=Workload.from_frame(fr.iloc[[4]])), TopoFCFS(), pins={0: [0, 2]})
+    assert res.jobs["exec_time"].iloc[0] == pytest.approx(159.115, rel=1e-9)
+
+
+def test_sim_scenario_generator() -> None:
+    """topo-sim: the authors' generator's ranges; the authors' own 100 jobs; 3-GPU jobs get
+    comm 0 and keep their type's pressure (A-T9)."""
+    fr = hetgym.scenarios.get("topo-sim", n_jobs=400, n_machines=5, seed=1).workload.frame
+    assert set(fr["workers"]) <= {1, 2, 3} and fr["min_utility"].between(0.30, 0.52).all()
+    gaps = fr["arrival"].diff().dropna()
+    assert (gaps == gaps.round()).all() and 8 < gaps.mean() < 12
+    three = fr[fr["workers"] == 3]
+    assert len(three) and (three["comm"] == 0).all() and (three["bw"] > 0).any()
+    auth = hetgym.scenarios.get("topo-sim", authors=True).workload.frame
+    assert len(auth) == 100 and auth["arrival"].iloc[0] == 7.0
+    with pytest.raises(ValueError, match="100 jobs"):
+        hetgym.scenarios.get("topo-sim", authors=True, n_jobs=101)
