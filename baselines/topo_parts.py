@@ -128,10 +128,12 @@ class SubsetSearch:
     model: UtilityModel = field(default_factory=UtilityModel)
     kappa: float | None = None
     _bounds: dict = field(default_factory=dict, repr=False)
+    _classes: list | None = field(default=None, repr=False)
 
     def reset(self) -> None:
-        """Forget the per-node bounds (a new run)."""
+        """Forget the per-node bounds and node classes (a new run)."""
         self._bounds.clear()
+        self._classes = None
 
     def comm(self, view: Any, n: int, gpus: tuple[int, ...]) -> float:
         """t(g): summed pairwise TOPO cost of GPUs ``gpus`` of node ``n`` (eq. 3)."""
@@ -192,12 +194,45 @@ class SubsetSearch:
                          m.job_utility(n_cc, n_int))
 
     def best(self, view: Any, cap: Any, j: int) -> Candidate | None:
-        """The best candidate for job ``j`` on the free GPUs of ``cap``, or None."""
+        """The best candidate for job ``j`` on the free GPUs of ``cap``, or None.
+
+        Same answer as :meth:`best_naive` (every node in index order), faster: nodes of
+        one class (device, GPU count, distances, sockets) whose free GPUs and running
+        neighbours look alike (free flags, the neighbours' ``press``/``sens`` and which
+        GPUs share an owner) have the same candidates, so only the lowest-index node of
+        each such group is evaluated; a later node of a group never wins a tie."""
+        if self._classes is None:
+            self._classes = _node_classes(view)
+        w = int(view.workers[j])
+        reps: list[int] = []
+        for dev, g_n, idx in self._classes:
+            if g_n < w or view.dev_is_cpu[dev] or view.tput[j, dev] <= 0:
+                continue
+            fit = ((cap.free_gpus[idx] >= w)
+                   & (cap.free_cpus[idx] + 1e-9 >= w * view.cpus_need[j, dev])
+                   & (cap.free_mem[idx] + 1e-9 >= w * view.mem[j]))
+            if not fit.any():
+                continue
+            sub = idx[fit]
+            own = cap.gpu_owner[sub, :g_n]
+            busy = own >= 0
+            o = np.where(busy, own, 0)
+            first = np.argmax(own[:, :, None] == own[:, None, :], axis=2)
+            feat = np.concatenate([np.where(busy, view.press[o], -1.0),
+                                   np.where(busy, view.sens[o], -1.0), first], axis=1)
+            _, rows = np.unique(feat, axis=0, return_index=True)
+            reps.extend(sub[rows].tolist())
+        return self._scan(view, cap, j, sorted(reps))
+
+    def best_naive(self, view: Any, cap: Any, j: int) -> Candidate | None:
+        """:meth:`best` evaluated on every node (the definition; tests compare the two)."""
+        return self._scan(view, cap, j, [n for n in range(len(view.node_device))
+                                         if fits_node(view, cap, j, n)])
+
+    def _scan(self, view: Any, cap: Any, j: int, nodes: list[int]) -> Candidate | None:
         w = int(view.workers[j])
         best: Candidate | None = None
-        for n in range(len(view.node_device)):
-            if not fits_node(view, cap, j, n):
-                continue
+        for n in nodes:
             owner = cap.gpu_owner[n]
             free = [g for g in range(int(view.node_gpus[n])) if owner[g] < 0]
             for gpus in itertools.combinations(free, w):
@@ -205,6 +240,20 @@ class SubsetSearch:
                 if best is None or c.u_sys > best.u_sys + 1e-12:
                     best = c
         return best
+
+
+def _node_classes(view: Any) -> list[tuple[int, int, np.ndarray]]:
+    """GPU nodes grouped by (device, GPU count, distance matrix, socket map):
+    ``(device, gpus, node indices ascending)``."""
+    groups: dict[tuple, list[int]] = {}
+    for n in range(len(view.node_device)):
+        g = int(view.node_gpus[n])
+        if g == 0:
+            continue
+        key = (int(view.node_device[n]), g, view.node_dist[n, :g, :g].tobytes(),
+               view.node_socket_of_gpu[n, :g].tobytes())
+        groups.setdefault(key, []).append(n)
+    return [(k[0], k[1], np.asarray(v, dtype=np.int64)) for k, v in groups.items()]
 
 
 def gpus_by_socket(view: Any, owner: np.ndarray, n: int) -> dict[int, list[int]]:

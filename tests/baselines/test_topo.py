@@ -243,3 +243,27 @@ def test_sim_scenario_generator() -> None:
     assert len(auth) == 100 and auth["arrival"].iloc[0] == 7.0
     with pytest.raises(ValueError, match="100 jobs"):
         hetgym.scenarios.get("topo-sim", authors=True, n_jobs=101)
+
+
+@pytest.mark.parametrize("postpone", [False, True])
+def test_grouped_search_equals_naive(postpone: bool) -> None:
+    """SubsetSearch.best (one node per look-alike group) decides exactly as best_naive
+    (every node) on a busy mixed cluster of Minsky and DGX-1 servers."""
+    from hetgym.presets.topo import dgx1_node, minsky_node
+
+    base = hetgym.scenarios.get("topo-sim", n_jobs=150, n_machines=3, seed=2)
+    fr = base.workload.frame.assign(arrival=lambda f: f["arrival"] / 4,
+                                    tput_v100=lambda f: f["tput_p100"])
+    sc = Scenario(cluster=ClusterSpec(nodes=[minsky_node(count=3), dgx1_node(count=2)]),
+                  workload=Workload.from_frame(fr), options=base.options)
+    runs = []
+    for naive in (False, True):
+        sched = TopoAware(postpone=postpone)
+        if naive:
+            sched.search.best = sched.search.best_naive
+        res, gpus = _run(sc, sched)
+        runs.append((res.jobs["end"].tolist(), gpus, res.metrics["avg_wait"], res.segments))
+    assert runs[0][3] == runs[1][3]  # (job, start, end, device, node) of every run
+    assert runs[0][1] == runs[1][1]
+    assert runs[0][0] == runs[1][0]
+    assert runs[0][2] > 0  # jobs did wait: the cluster was busy
