@@ -50,18 +50,27 @@ def _start(j: int, n: int, gpus: tuple[int, ...], view: Any, cap: Any) -> Start:
     return Start(j, int(view.node_device[n]), pl)
 
 
-def _cpu_start(view: Any, cap: Any, j: int) -> Start | None:
-    """A job that can only run on CPU types: the simulator's placement on ``cap``."""
-    for d in range(len(view.devices)):
-        if view.dev_is_cpu[d] and view.tput[j, d] > 0:
-            pl = cap.place(j, d)
-            if pl is not None:
-                return Start(j, d, pl)
+def _fallback_start(view: Any, cap: Any, j: int) -> Start | None:
+    """A job no single GPU server can hold (see :func:`_one_server`): the simulator's
+    placement on ``cap``, fastest type first."""
+    for d in view.pref[j].tolist():
+        if d < 0:
+            break
+        pl = cap.place(j, d)
+        if pl is not None:
+            return Start(j, d, pl)
     return None
 
 
-def _gpu_job(view: Any, j: int) -> bool:
-    return bool(((view.tput[j] > 0) & ~view.dev_is_cpu).any())
+def _one_server(view: Any, j: int) -> bool:
+    """Whether some GPU server where job ``j`` can run could hold its whole gang (GPUs,
+    cores, memory) when empty."""
+    d = view.node_device
+    w = view.workers[j]
+    ok = ((view.tput[j, d] > 0) & ~view.dev_is_cpu[d] & (view.node_gpus >= w)
+          & (view.node_cpus + 1e-9 >= w * view.cpus_need[j, d])
+          & (view.node_mem + 1e-9 >= w * view.mem[j]))
+    return bool(ok.any())
 
 
 @dataclass
@@ -83,8 +92,8 @@ class _Greedy:
         cap = view.capacity()
         out: list = []
         for j in view.queue.tolist():
-            if not _gpu_job(view, j):
-                s = _cpu_start(view, cap, j)
+            if not _one_server(view, j):
+                s = _fallback_start(view, cap, j)
             else:
                 hit = self.choose(view, cap, j)
                 s = None if hit is None else _start(j, hit[0], hit[1], view, cap)
