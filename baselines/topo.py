@@ -84,21 +84,34 @@ class _Greedy:
     def choose(view: Any, cap: Any, j: int) -> tuple[int, tuple[int, ...]] | None:
         raise NotImplementedError
 
+    def __post_init__(self) -> None:
+        self._single: dict[int, bool] = {}
+
     def reset(self, view: Any) -> None:
-        """Start of a run (no state)."""
+        """Start of a run."""
+        self._single = {}
 
     def decide(self, view: Any) -> list:
-        """Start jobs in queue order (until one does not fit, if blocking)."""
+        """Start jobs in queue order (until one does not fit, if blocking). A job on one
+        server needing more GPUs than any server has free is passed over at once."""
         cap = view.capacity()
         out: list = []
+        most = int(cap.free_gpus.max()) if len(cap.free_gpus) else 0
+        single = self._single
         for j in view.queue.tolist():
-            if not _one_server(view, j):
+            one = single.get(j)
+            if one is None:
+                one = single[j] = _one_server(view, j)
+            if not one:
                 s = _fallback_start(view, cap, j)
+            elif view.workers[j] > most:
+                s = None
             else:
                 hit = self.choose(view, cap, j)
                 s = None if hit is None else _start(j, hit[0], hit[1], view, cap)
             if s is not None:
                 out.append(s)
+                most = int(cap.free_gpus.max())
             elif self.blocking:
                 break
         return out
@@ -134,9 +147,11 @@ class TopoAware(_Greedy):
     def __post_init__(self) -> None:
         self.search = SubsetSearch(UtilityModel(self.w_cc, self.w_int, self.w_frag), self.kappa)
         self.postponed: list[tuple[float, int, float]] = []
+        super().__post_init__()
 
     def reset(self, view: Any) -> None:
         """Start of a run."""
+        super().reset(view)
         self.search.reset()
         self.postponed = []
 

@@ -19,18 +19,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = [
-    "LEVEL_COST",
-    "MIN_COST",
-    "Candidate",
-    "SubsetSearch",
-    "UtilityModel",
-    "best_fit",
-    "first_fit",
-    "fits_node",
-    "gpus_by_socket",
-    "level_cost",
-]
+__all__ = ["LEVEL_COST", "MIN_COST", "Candidate", "SubsetSearch", "UtilityModel", "best_fit",
+           "first_fit", "fit_mask", "gpus_by_socket", "level_cost"]
 
 #: The authors' ``min_cost``: the floor of every normalised cost.
 MIN_COST = 0.01
@@ -89,15 +79,14 @@ class Candidate:
     u_job: float
 
 
-def fits_node(view: Any, cap: Any, j: int, n: int) -> bool:
-    """Whether job ``j``'s whole gang fits node ``n`` now (GPUs, cores, memory) on a GPU
+def fit_mask(view: Any, cap: Any, j: int) -> np.ndarray:
+    """bool[N]: job ``j``'s whole gang fits node n now (GPUs, cores, memory) on a GPU
     type where its throughput is positive."""
-    d = int(view.node_device[n])
+    d = view.node_device
     w = int(view.workers[j])
-    if view.dev_is_cpu[d] or view.tput[j, d] <= 0 or cap.free_gpus[n] < w:
-        return False
-    return (cap.free_cpus[n] + 1e-9 >= w * view.cpus_need[j, d]
-            and cap.free_mem[n] + 1e-9 >= w * view.mem[j])
+    return ((cap.free_gpus >= w) & (view.tput[j, d] > 0) & ~view.dev_is_cpu[d]
+            & (cap.free_cpus + 1e-9 >= w * view.cpus_need[j, d])
+            & (cap.free_mem + 1e-9 >= w * view.mem[j]))
 
 
 @dataclass
@@ -204,14 +193,13 @@ class SubsetSearch:
         if self._classes is None:
             self._classes = _node_classes(view)
         w = int(view.workers[j])
+        if cap.free_gpus.max() < w:
+            return None
+        ok = fit_mask(view, cap, j)
         reps: list[int] = []
-        for dev, g_n, idx in self._classes:
-            if g_n < w or view.dev_is_cpu[dev] or view.tput[j, dev] <= 0:
-                continue
-            fit = ((cap.free_gpus[idx] >= w)
-                   & (cap.free_cpus[idx] + 1e-9 >= w * view.cpus_need[j, dev])
-                   & (cap.free_mem[idx] + 1e-9 >= w * view.mem[j]))
-            if not fit.any():
+        for _, g_n, idx in self._classes:
+            fit = ok[idx]
+            if g_n < w or not fit.any():
                 continue
             sub = idx[fit]
             own = cap.gpu_owner[sub, :g_n]
@@ -226,8 +214,7 @@ class SubsetSearch:
 
     def best_naive(self, view: Any, cap: Any, j: int) -> Candidate | None:
         """:meth:`best` evaluated on every node (the definition; tests compare the two)."""
-        return self._scan(view, cap, j, [n for n in range(len(view.node_device))
-                                         if fits_node(view, cap, j, n)])
+        return self._scan(view, cap, j, np.flatnonzero(fit_mask(view, cap, j)).tolist())
 
     def _scan(self, view: Any, cap: Any, j: int, nodes: list[int]) -> Candidate | None:
         w = int(view.workers[j])
@@ -270,11 +257,12 @@ def first_fit(view: Any, cap: Any, j: int) -> tuple[int, tuple[int, ...]] | None
     """FCFS GPU choice (``fcfs.py``): the lowest-index node that holds the gang, its free
     GPUs socket by socket in socket order, lowest ids first."""
     w = int(view.workers[j])
-    for n in range(len(view.node_device)):
-        if fits_node(view, cap, j, n):
-            ids = [g for gs in gpus_by_socket(view, cap.gpu_owner[n], n).values() for g in gs]
-            return n, tuple(sorted(ids[:w]))
-    return None
+    fit = np.flatnonzero(fit_mask(view, cap, j))
+    if not len(fit):
+        return None
+    n = int(fit[0])
+    ids = [g for gs in gpus_by_socket(view, cap.gpu_owner[n], n).values() for g in gs]
+    return n, tuple(sorted(ids[:w]))
 
 
 def best_fit(view: Any, cap: Any, j: int) -> tuple[int, tuple[int, ...]] | None:
@@ -282,12 +270,10 @@ def best_fit(view: Any, cap: Any, j: int) -> tuple[int, tuple[int, ...]] | None:
     lower index); on it, repeatedly the socket with the fewest free GPUs > 0 (ties: the
     HIGHER socket id, as ``get_socket_id``'s ``>=`` does), its lowest free ids first."""
     w = int(view.workers[j])
-    node, least = -1, None
-    for n in range(len(view.node_device)):
-        if fits_node(view, cap, j, n) and (least is None or cap.free_gpus[n] < least):
-            node, least = n, int(cap.free_gpus[n])
-    if node < 0:
+    fit = np.flatnonzero(fit_mask(view, cap, j))
+    if not len(fit):
         return None
+    node = int(fit[np.argmin(cap.free_gpus[fit])])  # argmin: the first (lowest index) of ties
     socks = gpus_by_socket(view, cap.gpu_owner[node], node)
     chosen: list[int] = []
     while len(chosen) < w:

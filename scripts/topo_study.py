@@ -17,6 +17,7 @@ Usage::
     python scripts/topo_study.py                 # about 10 s
     python scripts/topo_study.py --update-docs   # rewrite the tables in docs/topo.md
     python scripts/topo_study.py --large --large-jobs 2000 --large-machines 200
+    python scripts/topo_study.py --bench         # decision time at 1,000 servers (minutes)
 """
 
 from __future__ import annotations
@@ -160,6 +161,46 @@ def large_table(n_jobs: int, n_machines: int) -> str:
     return SIM_HEAD + "\n" + "\n".join(rows)
 
 
+class Timed:
+    """Wraps a scheduler; records (wall s, starts, waiting jobs) of every ``decide``."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.calls = inner, []
+
+    def reset(self, view: Any) -> None:
+        self.inner.reset(view)
+
+    def decide(self, view: Any) -> list:
+        n_wait = len(view.queue)
+        t0 = time.perf_counter()
+        out = self.inner.decide(view)
+        self.calls.append((time.perf_counter() - t0, len(out), n_wait))
+        return out
+
+
+def bench(n_jobs: int, n_machines: int, compress: float) -> str:
+    """Decision time of each algorithm on ``topo-sim`` with arrivals ``compress`` times
+    denser (a busy cluster: long queues, mixed neighbours on the servers)."""
+    sc = hetgym.scenarios.get("topo-sim", n_jobs=n_jobs, n_machines=n_machines, seed=0)
+    fr = sc.workload.frame
+    sc = sc.replace(workload=hetgym.Workload.from_frame(fr.assign(arrival=fr["arrival"] / compress)))
+    lines = ["| algorithm | decide calls | starts | mean waiting jobs per call | ms per call p50 | "
+             "p99 | max | ms per start (total / starts) | avg wait (s) | SLO violations | run s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for a in ALGOS:
+        tm = Timed(baselines.make(a))
+        t0 = time.perf_counter()
+        r = hetgym.simulate(sc, tm)
+        wall = time.perf_counter() - t0
+        c = np.asarray(tm.calls)
+        ms = c[:, 0] * 1e3
+        lines.append(f"| {LABEL[a]} | {len(c)} | {int(c[:, 1].sum())} | {c[:, 2].mean():.0f} | "
+                     f"{np.percentile(ms, 50):.2f} | {np.percentile(ms, 99):.1f} | {ms.max():.1f} | "
+                     f"{ms.sum() / max(1, c[:, 1].sum()):.2f} | {r.metrics['avg_wait']:.0f} | "
+                     f"{r.metrics['slo_violations']:.0f} | {wall:.0f} |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -167,9 +208,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--large", action="store_true", help="also run scenario 2")
     ap.add_argument("--large-jobs", type=int, default=10000)
     ap.add_argument("--large-machines", type=int, default=1000)
+    ap.add_argument("--bench", action="store_true",
+                    help="only the decision-time benchmark (BENCHMARKS.md)")
+    ap.add_argument("--compress", type=float, default=20.0,
+                    help="--bench: arrivals this many times denser than the generator's")
     ap.add_argument("--update-docs", action="store_true",
                     help="rewrite the generated block of docs/topo.md")
     args = ap.parse_args(argv)
+    if args.bench:
+        print(bench(args.large_jobs, args.large_machines, args.compress))
+        return 0
     parts = ["### Prototype: the authors' workloads-5.json (placement slowdown, GPU set, start)",
              prototype_table("authors"),
              "### Prototype: the paper's Table 1 as printed",
