@@ -38,6 +38,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from baselines.topo_parts import SubsetSearch, UtilityModel, best_fit, first_fit
 from hetgym.decisions import Placement, Start
 
@@ -53,8 +55,9 @@ def _start(j: int, n: int, gpus: tuple[int, ...], view: Any, cap: Any) -> Start:
 def _fallback_start(view: Any, cap: Any, j: int) -> Start | None:
     """A job no single GPU server can hold (see :func:`_one_server`): the simulator's
     placement on ``cap``, fastest type first."""
-    for d in view.pref[j].tolist():
-        if d < 0:
+    speed = np.where(view.holdable[j], view.tput[j], 0.0)
+    for d in np.argsort(-speed, kind="stable").tolist():
+        if speed[d] <= 0:
             break
         pl = cap.place(j, d)
         if pl is not None:

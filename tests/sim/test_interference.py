@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import baselines
 import hetgym
 from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
-from hetgym.decisions import Placement, Preempt, Start
+from hetgym.decisions import Move, Placement, Preempt, Start
 from hetgym.specs import minsky_topology
 from tests.sim.test_reference_equivalence import (
     RandomScheduler,
@@ -159,6 +159,37 @@ def test_preemption_and_restart_refresh_neighbours(sim: str) -> None:
     assert res.jobs["end"].tolist() == pytest.approx([end1, end2, 60.0], rel=1e-12)
 
 
+@pytest.mark.parametrize("sim", ["fast", "ref"])
+def test_move_refreshes_both_placements(sim: str) -> None:
+    """T-3 with a move: J1 on {0, 2} and J2 on {1, 3} of node 0 slow each other (0.8/1.3);
+    at t=50 (J3, a 1-GPU job that presses nobody, arrives to make a decision point) J2
+    moves to GPUs 1 and 3 of node 1: the move refreshes both nodes, and both jobs run at
+    0.8 (spread, alone) from then on."""
+    cluster = ClusterSpec(nodes=[NodeSpec(name="minsky", count=2, gpu_type="P100", gpus=4,
+                                          cpus=16, mem_gb=512, sockets=2,
+                                          topology=minsky_topology())])
+    wl = _jobs([{"job_id": 1, "arrival": 0.0, "workers": 2, "work": 100.0, "tput_p100": 0.5},
+                {"job_id": 2, "arrival": 0.0, "workers": 2, "work": 100.0, "tput_p100": 0.5},
+                {"job_id": 3, "arrival": 50.0, "workers": 1, "work": 1.0, "tput_p100": 1.0,
+                 "comm": 0.0}])
+    sc = Scenario(cluster=cluster, workload=wl,
+                  options=SimOptions(restart_delay=0.0, topology_coeff=0.125,
+                                     interference_coeff=0.3))
+
+    class Mover(Fixed):
+        def decide(self, view):
+            if view.now == 50.0:
+                return [Move(1, Placement.of([1, 1], [1, 3])),
+                        Start(2, None, Placement.of([1], [0]))]
+            return super().decide(view)
+
+    res = _run(sim, sc, Mover({0: [0, 2], 1: [1, 3]}))
+    slow = 0.8 / 1.3
+    done = 50 * slow  # each by t=50
+    assert res.jobs["end"].tolist() == pytest.approx([50 + (100 - done) / 0.8] * 2 + [51.0],
+                                                     rel=1e-12)
+
+
 def _run(sim: str, sc: Scenario, sched):
     if sim == "fast":
         return hetgym.simulate(sc, sched, check_every_event=True)
@@ -186,10 +217,14 @@ def interfering(draw, **kw) -> Scenario:
 
 @examples(40)
 @given(sc=interfering(preempt=True, max_jobs=12, workers=(1, 2, 2, 3, 4)),
-       seed=st.integers(0, 2**16), p_mixed=st.sampled_from([0.0, 0.5, 1.0]))
-def test_parity_random_decisions(sc: Scenario, seed: int, p_mixed: float) -> None:
-    """Random starts, placements and preemptions with interference: same run on both."""
-    fast, ref = run_both(sc, lambda: RandomScheduler(p_mixed=p_mixed), seed=seed)
+       seed=st.integers(0, 2**16), p_mixed=st.sampled_from([0.0, 0.5, 1.0]),
+       p_move=st.sampled_from([0.0, 0.3]), p_wake=st.sampled_from([0.0, 0.5]))
+def test_parity_random_decisions(sc: Scenario, seed: int, p_mixed: float, p_move: float,
+                                 p_wake: float) -> None:
+    """Random starts, placements, preemptions, moves and wake-ups with interference: the
+    same run on both simulators."""
+    fast, ref = run_both(sc, lambda: RandomScheduler(p_mixed=p_mixed, p_move=p_move,
+                                                     p_wake=p_wake), seed=seed)
     assert_same(fast, ref, sc)
 
 
