@@ -245,3 +245,14 @@ def test_parity_can_fail() -> None:
     ref = R.simulate(sc.replace(options={"interference_coeff": 0.0}), Fixed({0: [0, 2], 1: [1, 3]}))
     with pytest.raises(AssertionError):
         assert_same(fast, ref, sc)
+
+
+@pytest.mark.parametrize("name", ["topo-aware", "topo-aware-p", "topo-fcfs", "topo-bf"])
+@examples(10)
+@given(sc=interfering(gpu_types=("V100", "P100"), cpu_nodes=False, topo=True, min_gpus=2,
+                      max_jobs=12, workers=(1, 2, 2, 3, 4)))
+def test_parity_topo_baselines(name: str, sc: Scenario) -> None:
+    """The TOPO schedulers read interference columns and socket maps from the view: the
+    same run on both simulators."""
+    fast, ref = run_both(sc, lambda: baselines.make(name))
+    assert_same(fast, ref, sc)
