@@ -248,6 +248,11 @@ class SimOptions:
         placement: Default placement policy: ``"pack"``, ``"spread"`` or ``"topology"``.
         grace_period: Override of every job's grace period (``None``: the job table's).
         horizon: Stop the simulation at this time (s); jobs not done are unfinished.
+        idle_power: ``"always"`` (every node draws its idle power for the whole run) or
+            ``"busy_nodes"`` (a node draws idle power only while it hosts a worker).
+        tardiness_price: EUR per (weight x second) of tardiness in ``total_cost``.
+        checkpoint_unit: ``"seconds"`` (``checkpoint_interval`` is seconds of progress) or
+            ``"work"`` (it is iterations: a GP=0 preemption or a move keeps whole multiples).
         interference_coeff: Co-location interference (docs/semantics.md, *Interference*):
             a job's rate is divided by ``1 + coeff x s_j x sum of p_k`` over the other
             running jobs sharing an interference domain with it. 0 = off (factor exactly 1).
@@ -272,14 +277,24 @@ class SimOptions:
     placement: str = "pack"
     grace_period: float | None = None
     horizon: float = float("inf")
+    idle_power: str = "always"
+    tardiness_price: float = 1.0
+    checkpoint_unit: str = "seconds"
     interference_coeff: float = 0.0
     interference_domain: str = "socket"
     interference_table: Any = None
     slo_slack: float = 1.05
 
     def __post_init__(self) -> None:
+        if self.idle_power not in ("always", "busy_nodes"):
+            raise ValueError(
+                f"SimOptions.idle_power must be 'always' or 'busy_nodes', got {self.idle_power!r}")
+        if self.checkpoint_unit not in ("seconds", "work"):
+            raise ValueError(
+                f"SimOptions.checkpoint_unit must be 'seconds' or 'work', got {self.checkpoint_unit!r}")
         for name in ("restart_delay", "checkpoint_interval", "energy_price", "pue",
-                     "topology_coeff", "network_distance", "interference_coeff"):
+                     "topology_coeff", "network_distance", "tardiness_price",
+                     "interference_coeff"):
             if getattr(self, name) < 0:
                 raise ValueError(f"SimOptions.{name} must be >= 0, got {getattr(self, name)}")
         if self.round_length <= 0:

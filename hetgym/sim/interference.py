@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hetgym.sim.kernels import rate_nb
+from hetgym.sim.kernels import job_rate_nb
 from hetgym.sim.state import ACC_NOW
 
 
@@ -73,11 +73,11 @@ def interference_factor_nb(job, w, wnodes, wgpus, P, ns):
 
 
 @njit(cache=True)
-def job_rate_nb(job, w, wnodes, wgpus, P, ns):
-    """The engine's rate of ``job`` on a placement: :func:`~hetgym.sim.kernels.rate_nb`
-    times :func:`interference_factor_nb` (exactly ``rate_nb`` when interference is off)."""
-    jobs = P.jobs
-    r = rate_nb(w, wnodes, wgpus, jobs.tput[job], jobs.comm[job], P.nodes, P.opts)
+def interfered_rate_nb(job, w, wnodes, wgpus, P, ns):
+    """The engine's rate of ``job`` on a placement of ``w`` workers:
+    :func:`~hetgym.sim.kernels.job_rate_nb` times :func:`interference_factor_nb`
+    (exactly ``job_rate_nb`` when interference is off)."""
+    r = job_rate_nb(job, w, wnodes, wgpus, P)
     if P.opts.interf_mode != 0:
         r *= interference_factor_nb(job, w, wnodes, wgpus, P, ns)
     return r
@@ -90,7 +90,7 @@ def refresh_rates_nb(w, wnodes, P, S):
     integrated to now, as it is at every event instant."""
     if P.opts.interf_mode == 0:
         return
-    jobs, nodes, js, ns = P.jobs, P.nodes, S.job, S.node
+    nodes, js, ns = P.nodes, S.job, S.node
     now = S.run.acc[ACC_NOW]
     done = np.empty(w * nodes.socket.shape[1], dtype=np.int64)
     n_done = 0
@@ -104,8 +104,8 @@ def refresh_rates_nb(w, wnodes, P, S):
                 continue
             done[n_done] = k
             n_done += 1
-            wk = jobs.workers[k]
-            r = job_rate_nb(k, wk, js.worker_node[k, :wk], js.worker_gpu[k, :wk], P, ns)
+            wk = js.nworkers[k]
+            r = interfered_rate_nb(k, wk, js.worker_node[k, :wk], js.worker_gpu[k, :wk], P, ns)
             js.rate[k] = r
             t0 = max(now, js.resume_at[k])
             js.finish[k] = t0 + js.remaining[k] / r
