@@ -86,6 +86,10 @@ class AlloX:
     A matching stays optimal for the remaining jobs after its first job on a
     machine starts, so it is reused until the set of selected users changes (then
     re-solved), which makes one decision point cost one matching at ``alpha = 1``.
+    Once no waiting job can start on any idle machine (its type, free machines and the
+    placement kernel's room), the remaining idle machines are not visited: capacity
+    only shrinks within a decision point, so their matchings could only pick jobs
+    that do not fit (same starts, fewer matchings).
 
     Simplifications: processing times are the simulator's exact estimates (no
     estimation error or profiling overhead, sec. 4.1, 5.3); a gang job is one job
@@ -200,7 +204,9 @@ class AlloX:
     def _any_start(view: View, cap: CapacityModel, q: np.ndarray, alive: np.ndarray, p: np.ndarray,
                    free: np.ndarray) -> bool:
         """Whether a waiting job still alive could start on the free machines
-        (:func:`baselines.kernels.any_start_nb`)."""
+        (:func:`baselines.kernels.any_start_nb`; True for a duck-typed view)."""
+        if not isinstance(view, View):
+            return True
         args = (np.ascontiguousarray(q, dtype=np.int64), alive, np.ascontiguousarray(p),
                 free.astype(np.int64), view.workers, view.cpus_need, view.mem, view.simulator.nodes,
                 cap.ns)

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from baselines.kernels import pairs_admit_nb
-from hetgym.sim.dispatch import entry
 from hetgym.decisions import Placement, Start
+from hetgym.sim.dispatch import entry
 from hetgym.sim.view import CapacityModel, View
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -170,6 +170,21 @@ def admit_pairs(view: View, cap: CapacityModel, pairs: np.ndarray, q: np.ndarray
     """Start ``(job, device type)`` pairs in order while machines are free (Numba:
     :func:`baselines.kernels.pairs_admit_nb`, which says how). ``cap`` and ``free`` are
     updated."""
+    if not isinstance(view, View):  # a duck-typed view (the tests' reference simulator)
+        out: list[Start] = []
+        started: set[int] = set()
+        for f in np.asarray(pairs).tolist():
+            k, d = divmod(f, p.shape[1])
+            if k in started or free[d] <= 0 or not np.isfinite(p[k, d]):
+                continue
+            pl = cap.place(int(q[k]), d)
+            if pl is not None:
+                out.append(Start(int(q[k]), d, pl))
+                started.add(k)
+                free[d] -= int(view.workers[q[k]])
+                if not free.any():
+                    break
+        return out
     return run_start_kernel(view, cap, pairs_admit_nb, len(pairs), np.ascontiguousarray(pairs, dtype=np.int64),
                             p.shape[1], np.ascontiguousarray(q, dtype=np.int64), np.ascontiguousarray(p),
                             free, view.workers)
@@ -280,7 +295,9 @@ def match_first_jobs(p: np.ndarray, arrival: np.ndarray, pool: MachinePool
     pc = p[:, pool.dev[cm]]
     with np.errstate(invalid="ignore"):
         q = pc * ck + (pool.omega[cm][None, :] - arrival[:, None])
-    from scipy.optimize import linear_sum_assignment  # imported on use: scipy.optimize takes 0.2 s
+    from scipy.optimize import (
+        linear_sum_assignment,  # imported on use: scipy.optimize takes 0.2 s
+    )
 
     rows, cols = linear_sum_assignment(q)
     cost = float(q[rows, cols].sum())
