@@ -38,7 +38,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 
 from baselines.andreas_parts import start_outside_model
 from baselines.topo_parts import SubsetSearch, UtilityModel, best_fit, first_fit
