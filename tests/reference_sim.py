@@ -1023,7 +1023,7 @@ def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -
             break
         if check:
             sim.check()
-        timed = sim.now >= timed_due
+        timed = sim.now == timed_due  # a boundary passed while idle was no event
         if not sim.queue and not every_instant and not timed:
             continue
         decisions = scheduler.decide(sim.view)
