@@ -22,6 +22,9 @@ Definitions:
 * ``user_progress_std``: AlloX-style, standard deviation over users of their
   mean progress, a job's progress being best-device duration / jct (in (0, 1]).
 * ``decision_time_p50/p99``: wall-clock milliseconds per ``decide`` call.
+
+Units: every time (``jct``, ``wait``, ``makespan``, ...) is in **seconds**, energy in
+kWh, decision times in ms. Tables convert times to a readable unit (:func:`time_unit`).
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ from hetgym.sim.state import best_durations
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.engine import Simulator
 
-__all__ = ["Result", "job_table", "summarize", "jain_index"]
+__all__ = ["Result", "job_table", "summarize", "jain_index", "time_unit", "format_duration",
+           "TIME_METRICS", "METRIC_UNITS"]
 
 
 def jain_index(x: np.ndarray) -> float:
@@ -219,5 +223,41 @@ class Result:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, float]:
-        """Summary metrics as a dict (a copy), with ``stalled`` (bool): see ``stalled``."""
+        """Summary metrics as a dict (a copy), with ``stalled`` (bool): see ``stalled``.
+
+        Times are in seconds, energy in kWh, decision times in ms (module docstring).
+        """
         return {**self.metrics, "stalled": bool(self.stalled)}
+
+
+# ---------------------------------------------------------------- units (display only)
+
+#: Summary metrics that are durations (seconds in :meth:`Result.summary`).
+TIME_METRICS = ("avg_jct", "p50_jct", "p95_jct", "p99_jct", "avg_wait", "makespan")
+#: Display units of the other summary metrics ("" = a ratio or a count).
+METRIC_UNITS = {"energy_kwh": "kWh", "decision_time_p50": "ms", "decision_time_p99": "ms",
+                "energy_cost": "currency", "tardiness_cost": "s"}
+#: Readable time units, smallest first: (name, seconds per unit, below this many seconds).
+TIME_UNITS = (("s", 1.0, 120.0), ("min", 60.0, 7200.0), ("h", 3600.0, 3 * 86400.0),
+              ("days", 86400.0, float("inf")))
+
+
+def time_unit(seconds: float) -> tuple[str, float]:
+    """A readable unit for durations of about ``seconds``: ``(name, seconds per unit)``.
+
+    Seconds below 2 minutes, minutes below 2 hours, hours below 3 days, else days
+    (NaN or infinite: hours).
+    """
+    x = abs(float(seconds))
+    if not np.isfinite(x):
+        return "h", 3600.0
+    for name, size, below in TIME_UNITS:
+        if x < below:
+            return name, size
+    return "days", 86400.0  # pragma: no cover (the last bound is inf)
+
+
+def format_duration(seconds: float, digits: int = 3) -> str:
+    """``seconds`` in its readable unit, e.g. ``format_duration(5400) == "90 min"``."""
+    name, size = time_unit(seconds)
+    return f"{float(seconds) / size:.{digits}g} {name}"

@@ -38,6 +38,7 @@ from hetgym.sim.state import (
     build_jobs,
     build_params,
     new_state,
+    refill,
     node_names,
 )
 from hetgym.specs import Scenario
@@ -95,6 +96,28 @@ class Simulator:
 
         self.view = View(self)
 
+    def reset_window(self, rows: np.ndarray | None, seed: int) -> bool:
+        """Start again, in place, on another window of the same size (``rows``) with a new
+        seed: the arrays the kernels and the view hold are refilled, not replaced, so the
+        same run follows as from ``Simulator(scenario, seed, rows=rows)``. Returns False,
+        changing nothing, when the window does not fit the arrays (more workers per job or
+        more users than they were sized for): make a new simulator then."""
+        rows = None if rows is None else np.asarray(rows, dtype=np.int64)
+        if (rows is None) != (self.rows is None) or (rows is not None and len(rows) != self.n_jobs):
+            return False
+        params = build_params(self.scenario, build_jobs(self.scenario, rows), self.round_length)
+        fresh = new_state(params)
+        if not refill((self.params, self.state), (params, fresh)):
+            return False
+        self.rows = rows
+        self.rng = np.random.default_rng(seed)
+        self.seed = seed
+        self.decision_points = 0
+        self.stalled = False
+        self.last_done = np.empty(0, dtype=np.int64)
+        self.view = self.view.__class__(self)
+        return True
+
     def _bind(self) -> None:
         """Forget the kernels' entry points (again after the state is replaced); each is
         resolved for this state's types on first use, so a run compiles only what it calls."""
@@ -108,7 +131,7 @@ class Simulator:
             run = self.state.run
             placed = (0, 1, run.out_node, run.out_gpu)
             lead = {"step_nb": (), "start_nb": placed, "move_nb": placed,
-                    "place_start_nb": (0, 0), "suspend_nb": (0, True)}[name]
+                    "place_start_nb": (0, 0), "preempt_nb": (0,)}[name]
             e = self._entries[name] = self._binder.entry(getattr(E, name), *lead)
         return e
 
@@ -356,15 +379,9 @@ class Simulator:
             raise SchedulingError(
                 f"Preempt: job {job} was already preempted {js.n_preempt[job]} times (limit {limit})"
             )
-        js.n_preempt[job] += 1
-        gp = float(self.jobs.grace[job])
-        if gp > 0:
-            js.status[job] = GRACE
-            js.grace_end[job] = self.now + gp
-        else:
-            if self.ctr[CTR_SEG] + 1 > self.state.run.seg_i.shape[0]:
-                self.grow_segments()
-            self._kernel("suspend_nb")(job, True, self.params, self.state)
+        if self._kernel("preempt_nb")(job, self.params, self.state) == E.STEP_LOG_FULL:
+            self.grow_segments()
+            self._kernel("preempt_nb")(job, self.params, self.state)
 
     def grow_segments(self) -> None:
         """Double the segment log (called when a kernel reports it full)."""

@@ -165,6 +165,25 @@ def suspend_nb(job, lose_progress, P, S):
 
 
 @njit(cache=True)
+def preempt_nb(job, P, S):
+    """Preempt a running job (the caller checked its status and the preemption limit):
+    with a grace period it keeps running until ``now + grace``, else it is suspended at
+    once with its progress since the last checkpoint lost. Returns ``START_OK``, or
+    ``STEP_LOG_FULL`` (nothing done: grow the segment log and call again)."""
+    js, run = S.job, S.run
+    gp = P.jobs.grace[job]
+    if gp <= 0.0 and run.ctr[CTR_SEG] + 1 > run.seg_i.shape[0]:
+        return STEP_LOG_FULL
+    js.n_preempt[job] += 1
+    if gp > 0.0:
+        js.status[job] = GRACE
+        js.grace_end[job] = run.acc[ACC_NOW] + gp
+    else:
+        suspend_nb(job, job >= 0, P, S)  # job >= 0: a run-time True, see module doc
+    return START_OK
+
+
+@njit(cache=True)
 def next_event_nb(P, S):
     """Time of the next event (``inf`` if none): the next arrival, the earliest
     projected finish or grace end of a running job, and, while a job runs or waits,

@@ -30,7 +30,7 @@ from hetgym.sim.codes import PlacementPolicy
 
 __all__ = ["NodeArrays", "JobArrays", "Options", "Params", "JobState", "NodeState", "RunState",
            "State", "build_nodes", "build_jobs", "build_params", "new_state", "cut_window",
-           "best_durations", "gang_fits", "node_names", "cluster_nodes",
+           "best_durations", "gang_fits", "node_names", "cluster_nodes", "refill",
            "CTR_ARR", "CTR_QHEAD", "CTR_QTAIL", "CTR_Q", "CTR_RUN", "CTR_DONE", "CTR_EV",
            "CTR_ERR", "CTR_SEG", "ACC_NOW", "ACC_ENERGY", "ACC_POWER", "ACC_ROUND", "ACC_WAKE"]
 
@@ -446,3 +446,42 @@ def new_state(params: Params) -> State:
         node_t=np.zeros(n),
     )
     return State(job=job, node=node, run=run)
+
+
+def _refillable(old: object, new: object) -> bool:
+    if isinstance(old, tuple):
+        return isinstance(new, tuple) and len(old) == len(new) and all(
+            _refillable(a, b) for a, b in zip(old, new))
+    if not isinstance(old, np.ndarray):
+        return old == new
+    if old.dtype != new.dtype or old.ndim != new.ndim:
+        return False
+    if old.shape == new.shape:
+        return True
+    # a larger array (a grown log, a wider scratch) takes a constant-filled one
+    return all(a >= b for a, b in zip(old.shape, new.shape)) and (
+        new.size == 0 or bool((new == new.flat[0]).all()) or bool(np.isnan(new).all()))
+
+
+def _refill(old: object, new: object) -> None:
+    if isinstance(old, tuple):
+        for a, b in zip(old, new):
+            _refill(a, b)
+    elif isinstance(old, np.ndarray):
+        if old.shape == new.shape:
+            np.copyto(old, new)
+        else:
+            old.fill(new.flat[0] if new.size else 0)
+
+
+def refill(old: tuple, new: tuple) -> bool:
+    """Copy the arrays of ``new`` into those of ``old`` (NamedTuples of the same layout,
+    e.g. a :class:`State` and a fresh one), so that compiled code holding ``old`` sees
+    the new values. An array of ``old`` larger than its counterpart (a grown segment log)
+    takes it only if the counterpart is constant (then ``old`` is filled with that
+    value); scalars must be equal. Returns False, changing nothing, if ``new`` does not
+    fit into ``old``."""
+    if not _refillable(old, new):
+        return False
+    _refill(old, new)
+    return True

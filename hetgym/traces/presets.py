@@ -87,14 +87,19 @@ def contiguous_window(df: pd.DataFrame, n_jobs: int | None, seed: int) -> pd.Dat
 
 def _finish(df: pd.DataFrame, cluster: ClusterSpec, options: SimOptions, *, n_jobs: int | None,
             seed: int, load: float | None, source: str) -> pd.DataFrame:
-    """Drop unfit jobs, cut a window, scale arrivals to ``load`` (when the window spans time)."""
+    """Drop unfit jobs, cut a window, scale arrivals to ``load`` (when the window spans time).
+
+    The load is on speed-weighted capacity (``offered_load(resources="speed")``, CPU slots
+    of ``options.cpu_slot_cores`` cores, 20 when unset).
+    """
     keep = fits_mask(df, cluster, options)
     dropped = int((~keep).sum())
     if not keep.any():
         raise ValueError(f"{source}: no job fits the cluster")
     out = contiguous_window(df.loc[keep], n_jobs, seed)
     if load is not None and len(out) > 1 and out["arrival"].iloc[-1] > 0:
-        out = scale_to_load(out, cluster, float(load))
+        out = scale_to_load(out, cluster, float(load), resources="speed",
+                            cpu_slot_cores=options.cpu_slot_cores or 20)
     out.attrs["dropped_unfit"] = dropped
     return out
 
@@ -126,7 +131,9 @@ def philly_hetero(n_jobs: int = 512, seed: int = 0, load: float = 1.0, cpu_nodes
     Cluster: 4 nodes x 4 GPUs of each type (Gavel simulated 36 of each; scaled down) plus
     ``cpu_nodes`` 32-core CPU nodes. Jobs: :func:`~hetgym.traces.defaults.philly_window`
     keeping gangs of at most ``max_workers`` (default 8: Gavel's largest common scale
-    factor; a gang may span nodes), arrivals scaled to offered load ``load``.
+    factor; a gang may span nodes), CPU configurations only where a user would submit one
+    (:func:`~hetgym.throughput.restrict_cpu`), arrivals scaled to offered load ``load`` on
+    speed-weighted capacity.
     """
     cluster = philly_cluster(cpu_nodes=cpu_nodes)
     df = philly_window(cluster, n_jobs=n_jobs, seed=seed, load=load, max_workers=max_workers)
