@@ -72,6 +72,9 @@ class AgentConfig:
         target_kl: Early stop of an update past this KL (None: off).
         normalize_reward: Wrap the vec env in ``VecNormalize`` (rewards only).
         checkpoint: A saved model to evaluate (``scheduler=agent``) or to start from.
+        features: ``mlp`` (the flat observation) or ``set`` (the permutation-equivariant
+            :class:`agents.policies.SetEncoder` in front of ``net_arch``).
+        embed_dim: Slot embedding width of the ``set`` encoder.
     """
 
     algo: str = "maskable_ppo"
@@ -91,6 +94,8 @@ class AgentConfig:
     target_kl: float | None = None
     normalize_reward: bool = True
     checkpoint: str | None = None
+    features: str = "mlp"
+    embed_dim: int = 32
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -98,6 +103,8 @@ class AgentConfig:
             raise ValueError(f"AgentConfig.algo must be one of {ALGOS}, got {self.algo!r}")
         if self.activation not in ("tanh", "relu"):
             raise ValueError(f"AgentConfig.activation must be tanh or relu, got {self.activation!r}")
+        if self.features not in ("mlp", "set"):
+            raise ValueError(f"AgentConfig.features must be mlp or set, got {self.features!r}")
         object.__setattr__(self, "net_arch", tuple(int(x) for x in self.net_arch))
         object.__setattr__(self, "extra", dict(self.extra))
 
@@ -125,12 +132,21 @@ class AgentConfig:
         lr: float | Callable[[float], float] = self.learning_rate
         if self.lr_final is not None:
             lr = linear_schedule(self.learning_rate, self.lr_final)
+        pk: dict[str, Any] = {"net_arch": list(self.net_arch), "activation_fn": act}
+        if self.features == "set":
+            from agents.policies import SetEncoder
+
+            window, n_dev, run_window = (env.get_attr(a)[0] for a in ("window", "n_dev", "run_window"))
+            pk["features_extractor_class"] = SetEncoder
+            pk["features_extractor_kwargs"] = {"window": int(window), "n_dev": int(n_dev),
+                                               "run_window": int(run_window),
+                                               "embed_dim": int(self.embed_dim)}
         return cls("MlpPolicy", env, learning_rate=lr, n_steps=self.n_steps,
                    batch_size=self.batch_size, n_epochs=self.n_epochs, gamma=self.gamma,
                    gae_lambda=self.gae_lambda, clip_range=self.clip_range,
                    ent_coef=self.ent_coef, vf_coef=self.vf_coef,
                    max_grad_norm=self.max_grad_norm, target_kl=self.target_kl,
-                   policy_kwargs={"net_arch": list(self.net_arch), "activation_fn": act},
+                   policy_kwargs=pk,
                    tensorboard_log=tensorboard_log, verbose=verbose, seed=seed, device=device,
                    **self.extra)
 

@@ -20,6 +20,13 @@ grace_period   float    optional (s), >= 0; default 0
 comm           float    optional communication intensity in [0, 1]; default 0
 forkable       bool     optional; default False
 job_type       str      optional model name; default ""
+min_workers    int      optional least gang size of an elastic job, 1..workers; default workers
+max_workers    int      optional largest gang size, >= workers; default workers
+scaling_exponent float  optional per-job scaling exponent in (0, 1]; default (NaN) the
+                        scenario's ``SimOptions.scaling_exponent``
+min_utility    float    optional least placement utility in [0, 1] (TOPO-AWARE-P); default 0
+bw             float    optional interference pressure >= 0 (docs/semantics.md,
+                        *Interference*); default empty = ``comm`` if workers >= 2, else 0
 ============== ======== ===========================================================
 """
 
@@ -46,6 +53,11 @@ OPTIONAL_DEFAULTS: dict[str, object] = {
     "comm": 0.0,
     "forkable": False,
     "job_type": "",
+    "min_workers": np.nan,  # NaN: = workers
+    "max_workers": np.nan,  # NaN: = workers
+    "scaling_exponent": np.nan,  # NaN: SimOptions.scaling_exponent
+    "min_utility": 0.0,
+    "bw": np.nan,
 }
 
 
@@ -137,6 +149,20 @@ class Workload:
             check(col, ~np.isfinite(v) | (v < 0), "a finite number >= 0")
         comm = numeric("comm")
         check("comm", ~np.isfinite(comm) | (comm < 0) | (comm > 1), "a number in [0, 1]")
+        for col in ("min_workers", "max_workers"):
+            v = numeric(col)
+            v = np.where(np.isnan(v), w, v)
+            check(col, ~np.isfinite(v) | (v < 1) | (v != np.round(v)), "an integer >= 1")
+            out[col] = v.astype(np.int64)
+        check("min_workers", out["min_workers"].to_numpy() > w, "at most workers")
+        check("max_workers", out["max_workers"].to_numpy() < w, "at least workers")
+        se = numeric("scaling_exponent")
+        check("scaling_exponent", ~np.isnan(se) & ~((se > 0) & (se <= 1)), "a number in (0, 1] or empty")
+        out["scaling_exponent"] = se
+        mu = numeric("min_utility")
+        check("min_utility", ~np.isfinite(mu) | (mu < 0) | (mu > 1), "a number in [0, 1]")
+        bw = numeric("bw")
+        check("bw", (bw < 0) | np.isinf(bw), "empty or a finite number >= 0")
         dl = numeric("deadline")
         check("deadline", np.isnan(dl), "a time (s) or +inf")
         cls_ok = out["job_class"].isin(["BE", "TE"]).to_numpy()
@@ -151,6 +177,8 @@ class Workload:
         out["workers"] = w.astype(np.int64)
         out["work"] = work
         out["comm"] = comm
+        out["min_utility"] = mu
+        out["bw"] = bw
         out["deadline"] = dl
         out["forkable"] = out["forkable"].astype(bool)
         out["job_type"] = out["job_type"].astype(str)
@@ -203,7 +231,8 @@ class Workload:
         if options.cpu_slot_cores is not None and "cpu" in devices:
             cpus_need[:, devices.index("cpu")] = float(options.cpu_slot_cores)
         nodes = cluster_nodes(cluster)
-        holdable = gang_fits(fr["workers"].to_numpy(dtype=np.int64), cpus_need,
+        least = fr["min_workers"] if "min_workers" in fr.columns else fr["workers"]
+        holdable = gang_fits(least.to_numpy(dtype=np.int64), cpus_need,
                              fr["mem_gb"].to_numpy(dtype=np.float64), nodes)
         fits_any = ((tput > 0) & holdable).any(axis=1)
         if not fits_any.all():
@@ -211,6 +240,8 @@ class Workload:
             row = fr.iloc[i]
             raise WorkloadError(
                 f"job table: job_id={row['job_id']} (row {i}) fits no node of the cluster: "
-                f"workers={row['workers']}, cpus={row['cpus']}, mem_gb={row['mem_gb']}, "
+                f"workers={row['workers']}"
+                + (f" (min_workers={row['min_workers']})" if row['min_workers'] != row['workers'] else "")
+                + f", cpus={row['cpus']}, mem_gb={row['mem_gb']}, "
                 f"throughputs {dict(zip(devices, tput[i]))}"
             )

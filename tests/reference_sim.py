@@ -30,7 +30,16 @@ seconds; with ``GP = 0`` the job is suspended at once, goes to the head of
 the queue and loses ``fmod(progress time since resume, interval) * rate``
 iterations when a checkpoint interval is set. Every start after the first
 pays the restart delay. Rate = W x min per-worker throughput x
-W ** (exponent - 1) x topology factor.
+W ** (exponent - 1) x topology factor x interference factor; with interference on,
+every running job holding a GPU on a node touched by a start, a release or a move gets
+its rate recomputed and its finish moved to max(now, resume_at) + remaining / rate.
+
+Elastic jobs (``min_workers``/``max_workers``): an explicit placement of g workers with
+min <= g <= max is valid; W above is then g, and the exponent is the job's own
+``scaling_exponent`` (default the scenario's). With ``idle_power="busy_nodes"`` a node
+draws its idle power only while it hosts a worker; energy is kept per node as well.
+With ``checkpoint_unit="work"`` a GP=0 preemption keeps the completed work rounded
+down to a multiple of ``checkpoint_interval`` iterations.
 
 Public entry point: :func:`simulate`.
 """
@@ -96,6 +105,13 @@ class RJob:
     deadline: float
     weight: float
     forkable: bool
+    min_workers: int = 1
+    max_workers: int = 1
+    exponent: float = 1.0
+    job_type: str = ""
+    sens: float = 0.0  # interference sensitivity
+    press: float = 0.0  # interference pressure
+    min_utility: float = 0.0
     status: int = FUTURE
     remaining: float = 0.0
     rate: float = 0.0
@@ -212,12 +228,13 @@ def place(nodes: list[RNode], dev: int, workers: int, need_cpus: float, need_mem
 
 def job_rate(job: RJob, alloc: list[tuple[int, int]], nodes: list[RNode], exponent: float,
              coeff: float, network_distance: float) -> float:
-    """W x slowest worker's throughput x W**(exponent-1) x topology factor."""
+    """W x slowest worker's throughput x W**(e-1) x topology factor (W = len(alloc), e = the
+    job's own exponent; ``exponent``, the scenario's, is its default)."""
     w = len(alloc)
     slowest = min(job.tput[nodes[n].device] for n, _ in alloc)
     rate = w * slowest
-    if exponent != 1.0:
-        rate *= w ** (exponent - 1.0)
+    if job.exponent != 1.0:
+        rate *= w ** (job.exponent - 1.0)
     if w > 1 and job.comm > 0 and coeff > 0:
         total = 0.0
         for a in range(w):
@@ -233,6 +250,36 @@ def job_rate(job: RJob, alloc: list[tuple[int, int]], nodes: list[RNode], expone
         if mean > 1.0:
             rate /= 1.0 + coeff * job.comm * (mean - 1.0)
     return rate
+
+
+def interference(sim: RefSim, j: int, alloc: list[tuple[int, int]]) -> float:
+    """Interference factor of job j on ``alloc`` next to the other jobs holding GPUs that
+    share a socket (or a node) with one of its GPUs, each neighbour counted once."""
+    opts = sim.options
+    job = sim.jobs[j]
+    table = dict(opts.interference_table or ())
+    if not table and (opts.interference_coeff <= 0 or job.sens <= 0):
+        return 1.0
+    near: set[int] = set()
+    for n, g in alloc:
+        if g < 0:
+            continue
+        node = sim.nodes[n]
+        for h, k in enumerate(node.owner):
+            if k >= 0 and k != j and (opts.interference_domain == "node"
+                                      or node.socket[h] == node.socket[g]):
+                near.add(k)
+    if table:
+        return 1.0 / (1.0 + sum(table.get((job.job_type, sim.jobs[k].job_type), 1.0) - 1.0
+                                for k in near))
+    return 1.0 / (1.0 + opts.interference_coeff * job.sens * sum(sim.jobs[k].press for k in near))
+
+
+def _spec_sockets(spec: Any) -> list[int]:
+    """Socket of each GPU: the spec's ``gpu_socket``, else the even split."""
+    if spec.gpu_socket is not None:
+        return [int(x) for x in spec.gpu_socket]
+    return _even_sockets(int(spec.gpus), int(spec.sockets))
 
 
 def _even_sockets(gpus: int, sockets: int) -> list[int]:
@@ -259,7 +306,7 @@ class RefSim:
                     name=f"{spec.name}-{i}", device=self.devices.index(spec.device),
                     is_cpu=spec.gpu_type is None, gpus=int(spec.gpus), cpus=float(spec.cpus),
                     mem=float(spec.mem_gb), dist=dist, idle_w=idle, gpu_w=gw, core_w=cw,
-                    socket=_even_sockets(int(spec.gpus), int(spec.sockets)),
+                    socket=_spec_sockets(spec),
                     sockets=max(1, int(spec.sockets)),
                     free_gpus=int(spec.gpus), free_cpus=float(spec.cpus), free_mem=float(spec.mem_gb),
                     owner=[-1] * int(spec.gpus)))
@@ -279,7 +326,14 @@ class RefSim:
                 tput=[float(row[f"tput_{d}"]) for d in self.devices], cpus_need=need,
                 mem=float(row["mem_gb"]), grace=grace, comm=float(row["comm"]),
                 deadline=float(row["deadline"]), weight=float(row["weight"]),
-                forkable=bool(row["forkable"]), remaining=float(row["work"])))
+                forkable=bool(row["forkable"]), remaining=float(row["work"]),
+                min_workers=_int_or(row.get("min_workers"), int(row["workers"])),
+                max_workers=_int_or(row.get("max_workers"), int(row["workers"])),
+                exponent=_float_or(row.get("scaling_exponent"), float(opts.scaling_exponent)),
+                job_type=str(row["job_type"]), min_utility=float(row["min_utility"])))
+            job = self.jobs[-1]
+            job.sens = job.comm if job.workers >= 2 else 0.0
+            job.press = job.sens if math.isnan(float(row["bw"])) else float(row["bw"])
         self.n_users = len(users)
         self.service = [0.0] * self.n_users
         self.now = 0.0
@@ -291,6 +345,9 @@ class RefSim:
         self.wakeup = math.inf  # the scheduler's next wake-up
         self.rng = np.random.default_rng(seed)
         self.energy_j = 0.0
+        self.busy_nodes = opts.idle_power == "busy_nodes"
+        self.node_energy = [0.0] * len(self.nodes)
+        self.node_busy = [0.0] * len(self.nodes)
         self.busy_time = {d: 0.0 for d in self.devices}
         self.events = 0
         self.decision_points = 0
@@ -316,7 +373,7 @@ class RefSim:
         return min(times)
 
     def _power_and_busy(self) -> tuple[float, dict[str, float]]:
-        power = sum(n.idle_w for n in self.nodes)
+        power = sum(n.idle_w for n in self.nodes) if not self.busy_nodes else 0.0
         busy = {d: 0.0 for d in self.devices}
         for job in self._holding():
             for n, g in job.alloc:
@@ -328,7 +385,24 @@ class RefSim:
                     cores = job.cpus_need[node.device]
                     power += node.core_w * cores
                     busy[self.devices[node.device]] += cores
+        if self.busy_nodes:
+            power += sum(self.nodes[n].idle_w for n in self._hosting())
         return power, busy
+
+    def _hosting(self) -> set[int]:
+        """Nodes with at least one worker now."""
+        return {n for job in self._holding() for n, _ in job.alloc}
+
+    def _node_power(self) -> list[float]:
+        """Each node's power now (W): idle (always, or while hosting) + its busy units."""
+        hosting = self._hosting()
+        out = [n.idle_w if (not self.busy_nodes or k in hosting) else 0.0
+               for k, n in enumerate(self.nodes)]
+        for job in self._holding():
+            for n, g in job.alloc:
+                node = self.nodes[n]
+                out[n] += node.gpu_w if g >= 0 else node.core_w * job.cpus_need[node.device]
+        return out
 
     def _move_time_to(self, t: float) -> None:
         assert t >= self.now, f"time went back from {self.now} to {t}"
@@ -338,7 +412,11 @@ class RefSim:
                 since = max(self.now, job.resume_at)
                 if t > since:
                     job.remaining -= job.rate * (t - since)
-                self.service[job.user] += job.workers * dt
+                self.service[job.user] += len(job.alloc) * dt
+            for k, p in enumerate(self._node_power()):
+                self.node_energy[k] += p * dt
+            for k in self._hosting():
+                self.node_busy[k] += dt
             power, busy = self._power_and_busy()
             self.energy_j += power * dt
             for d, b in busy.items():
@@ -438,13 +516,31 @@ class RefSim:
         nodes = self.nodes
         self._book(job, alloc, +1)
         job.alloc = alloc
-        job.rate = job_rate(job, alloc, nodes, self.options.scaling_exponent,
-                            self.options.topology_coeff, self.options.network_distance)
+        job.rate = self._rate(j, alloc)
         job.finish = job.resume_at + job.remaining / job.rate
         job.run_start = self.now
         job.device = dev
         job.status = RUNNING
         self.running.append(j)
+        self._refresh(alloc)
+
+    def _rate(self, j: int, alloc: list[tuple[int, int]]) -> float:
+        """Rate of job j on ``alloc`` next to the jobs holding GPUs now."""
+        base = job_rate(self.jobs[j], alloc, self.nodes, self.options.scaling_exponent,
+                        self.options.topology_coeff, self.options.network_distance)
+        return base * interference(self, j, alloc)
+
+    def _refresh(self, alloc: list[tuple[int, int]]) -> None:
+        """New rates and finishes of the running jobs holding a GPU on the touched nodes."""
+        opts = self.options
+        if opts.interference_coeff <= 0 and not opts.interference_table:
+            return
+        touched = {n for n, _ in alloc}
+        for k in self.running:
+            job = self.jobs[k]
+            if any(n in touched and g >= 0 for n, g in job.alloc):
+                job.rate = self._rate(k, job.alloc)
+                job.finish = max(self.now, job.resume_at) + job.remaining / job.rate
 
     def move(self, j: int, placement: Placement) -> None:
         """Re-allocate a running job (or one in its grace period): see ``hetgym.decisions.Move``."""
@@ -470,9 +566,9 @@ class RefSim:
         self._take(j, alloc, devs.pop() if len(devs) == 1 else -2)
 
     def _check_explicit(self, job: RJob, alloc: list[tuple[int, int]]) -> None:
-        if len(alloc) != job.workers:
-            raise SchedulingError(f"Start: job {job.index} has {job.workers} workers, "
-                                  f"placement has {len(alloc)}")
+        if not job.min_workers <= len(alloc) <= job.max_workers:
+            raise SchedulingError(f"Start: job {job.index} takes {job.min_workers}.."
+                                  f"{job.max_workers} workers, placement has {len(alloc)}")
         need_c: dict[int, float] = {}
         need_m: dict[int, float] = {}
         seen = set()
@@ -530,15 +626,20 @@ class RefSim:
         self._book(job, job.alloc, -1)
         self.segments.append((j, job.run_start, self.now, job.device))
         job.exec_time += self.now - job.run_start
-        job.attained += job.workers * (self.now - job.run_start)
+        job.attained += len(job.alloc) * (self.now - job.run_start)
         job.rate = 0.0
         job.finish = math.inf
         job.grace_end = math.inf
         self.running.remove(j)
+        self._refresh(job.alloc)
 
     def _lose_since_checkpoint(self, job: RJob) -> None:
         interval = self.options.checkpoint_interval
-        if interval > 0:
+        if interval > 0 and self.options.checkpoint_unit == "work":
+            done = job.work - job.remaining
+            snapshots = math.floor(done / interval + 1e-9 * max(1.0, done / interval))
+            job.remaining = max(job.remaining, job.work - snapshots * interval)
+        elif interval > 0:
             progressed = max(0.0, self.now - job.resume_at)
             lost = math.fmod(progressed, interval) * job.rate
             job.remaining = min(job.work, job.remaining + lost)
@@ -568,6 +669,14 @@ class RefSim:
             assert abs(node.cpus - cores - node.free_cpus) < 1e-6
             assert node.free_cpus > -1e-6 and node.free_mem > -1e-6
             assert node.free_gpus == node.gpus - sum(1 for _, g in held if g >= 0) >= 0
+
+
+def _int_or(v: Any, default: int) -> int:
+    return default if v is None or (isinstance(v, float) and math.isnan(v)) else int(v)
+
+
+def _float_or(v: Any, default: float) -> float:
+    return default if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
 
 # ------------------------------------------------------------------------- view
@@ -673,12 +782,26 @@ class RefView:
         self.grace = _ro([j.grace for j in jobs], np.float64)
         self.comm = _ro([j.comm for j in jobs], np.float64)
         self.forkable = _ro([j.forkable for j in jobs], np.bool_)
+        self.min_workers = _ro([j.min_workers for j in jobs], np.int64)
+        self.max_workers = _ro([j.max_workers for j in jobs], np.int64)
+        self.scale_exp = _ro([j.exponent for j in jobs], np.float64)
+        self.sens = _ro([j.sens for j in jobs], np.float64)
+        self.press = _ro([j.press for j in jobs], np.float64)
+        self.min_utility = _ro([j.min_utility for j in jobs], np.float64)
+        g = max([1] + [n.gpus for n in sim.nodes])
+        dist = np.zeros((len(sim.nodes), g, g))
+        for k, n in enumerate(sim.nodes):
+            if n.gpus:
+                dist[k, :n.gpus, :n.gpus] = n.dist
+        self.node_dist = _ro(dist, np.float64)
         self.node_device = _ro([n.device for n in sim.nodes], np.int64)
         self.node_gpus = _ro([n.gpus for n in sim.nodes], np.int64)
         self.node_cpus = _ro([n.cpus for n in sim.nodes], np.float64)
         self.node_mem = _ro([n.mem for n in sim.nodes], np.float64)
+        self.node_idle_w = _ro([n.idle_w for n in sim.nodes], np.float64)
+        self.node_gpu_w = _ro([n.gpu_w for n in sim.nodes], np.float64)
         self.dev_is_cpu = _ro([d == "cpu" for d in sim.devices], np.bool_)
-        self._wmax = max(j.workers for j in jobs)
+        self._wmax = max(j.max_workers for j in jobs)
 
     # dynamic job state
     def _jobs(self, attr: str, dtype: Any) -> np.ndarray:
@@ -692,12 +815,14 @@ class RefView:
     device = property(lambda self: self._jobs("device", np.int64))
     first_start = property(lambda self: self._jobs("first_start", np.float64))
     exec_time = property(lambda self: self._jobs("exec_time", np.float64))
+    nworkers = property(lambda self: _ro([len(j.alloc) if j.alloc else 0 for j in self._sim.jobs],
+                                         np.int64))
     run_start = property(lambda self: self._jobs("run_start", np.float64))
 
     def attained_service(self, job: int | None = None) -> Any:
         """Worker-seconds held, the current run included."""
         sim = self._sim
-        out = [j.attained + (j.workers * (sim.now - j.run_start)
+        out = [j.attained + (len(j.alloc) * (sim.now - j.run_start)
                              if j.status in (RUNNING, GRACE) else 0.0) for j in sim.jobs]
         return float(out[int(job)]) if job is not None else _ro(out, np.float64)
 
@@ -727,8 +852,7 @@ class RefView:
     def rate_of(self, job: int, placement: Placement) -> float:
         sim = self._sim
         alloc = list(zip([int(x) for x in placement.nodes], [int(x) for x in placement.gpus]))
-        return job_rate(sim.jobs[int(job)], alloc, sim.nodes, sim.options.scaling_exponent,
-                        sim.options.topology_coeff, sim.options.network_distance)
+        return sim._rate(int(job), alloc)
 
     @property
     def node_socket_of_gpu(self) -> np.ndarray:
@@ -809,13 +933,13 @@ class RefView:
     def any_room(self) -> bool:
         return True
 
-    def duration(self, job: int, dev: int) -> float:
+    def duration(self, job: int, dev: int, g: int | None = None) -> float:
         jb = self._sim.jobs[int(job)]
         t = jb.tput[dev]
         if t <= 0 or not _can_hold(self, int(job), dev):
             return math.inf
-        w = jb.workers
-        return float(jb.work / (w * t * w ** (self.options.scaling_exponent - 1.0)))
+        w = jb.workers if g is None else int(g)
+        return float(jb.work / (w * t * w ** (jb.exponent - 1.0)))
 
     def durations(self, jobs: Any, remaining: bool = False) -> np.ndarray:
         out = np.empty((len(jobs), len(self.devices)))
@@ -823,7 +947,7 @@ class RefView:
             jb = self._sim.jobs[j]
             work = jb.remaining if remaining else jb.work
             w = float(jb.workers)
-            eff = w ** (self.options.scaling_exponent - 1.0)
+            eff = w ** (jb.exponent - 1.0)
             for c, t in enumerate(jb.tput):
                 ok = t > 0 and _can_hold(self, j, c)
                 out[r, c] = work / (w * t * eff) if ok else math.inf
@@ -840,7 +964,7 @@ def _can_hold(view: Any, job: int, dev: int) -> bool:
         if n.device != dev:
             continue
         total += slots_on_node(n.is_cpu, jb.cpus_need[dev], jb.mem, n.gpus, n.cpus, n.mem)
-    return total >= jb.workers
+    return total >= jb.min_workers
 
 
 # ----------------------------------------------------------------------- runner
@@ -871,6 +995,8 @@ class RefResult:
     service: list[float]
     segments: list[tuple[int, float, float, int]]
     stalled: bool = False
+    node_energy: list[float] = field(default_factory=list)
+    node_busy: list[float] = field(default_factory=list)
 
 
 def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -> RefResult:
@@ -897,7 +1023,7 @@ def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -
             break
         if check:
             sim.check()
-        timed = sim.now >= timed_due
+        timed = sim.now == timed_due  # a boundary passed while idle was no event
         if not sim.queue and not every_instant and not timed:
             continue
         decisions = scheduler.decide(sim.view)
@@ -926,5 +1052,6 @@ def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -
     return RefResult(jobs=jobs, energy_kwh=sim.energy_j / 3.6e6, busy_time=dict(sim.busy_time),
                      now=sim.now, decision_points=sim.decision_points, events=sim.events,
                      service=list(sim.service), segments=list(sim.segments),
+                     node_energy=list(sim.node_energy), node_busy=list(sim.node_busy),
                      stalled=not all(j.status == DONE for j in sim.jobs)
                      and sim.now < sim.options.horizon)

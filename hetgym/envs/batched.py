@@ -117,10 +117,14 @@ class HetClusterVecEnv(VectorEnv):
         return (sim.params, sim.state, env._ep, env._es)
 
     def _sync(self, i: int) -> None:
-        """Point slot ``i`` of the compiled list at sub-env ``i``'s current state."""
+        """Point slot ``i`` of the compiled list at sub-env ``i``'s current state (unless it
+        already holds those very objects: a reset that refilled them in place)."""
         env = self.envs[i]
         env._args()  # rebinds the env's kernels if its state was replaced
-        set_batch_nb(self._list, i, self._entry(env))
+        entry = self._entry(env)
+        if any(a is not b for a, b in zip(entry, self._slots[i])):
+            set_batch_nb(self._list, i, entry)
+            self._slots[i] = entry
 
     def _row(self, i: int) -> None:
         """Outputs of sub-env ``i`` after its action was carried out (compiled, one row)."""
@@ -202,9 +206,10 @@ class HetClusterVecEnv(VectorEnv):
                 raise ValueError(f"reset: {len(seeds)} seeds for {n} envs")
         for i, s in enumerate(seeds):
             self._reset_one(i, s, options)
-        self._list = new_batch_nb(self._entry(self.envs[0]), n)
+        self._slots = [self._entry(e) for e in self.envs]
+        self._list = new_batch_nb(self._slots[0], n)
         for i in range(1, n):
-            set_batch_nb(self._list, i, self._entry(self.envs[i]))
+            set_batch_nb(self._list, i, self._slots[i])
         self._pending[:] = False
         return self._obs.copy(), self._infos(np.zeros(n, dtype=np.bool_), {})
 

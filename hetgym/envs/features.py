@@ -10,7 +10,7 @@ block (size)              feature
 ========================  =====================================================
 job k (K x (6 + C))       present (1/0); squash(wait so far, T);
                           squash(remaining work as best-device duration, T);
-                          workers / max workers of the workload;
+                          workers / max workers of the whole workload (not the window);
                           TE class (1/0); deadline slack tanh((deadline - now -
                           best duration) / T), 1 if none;
                           per device c: squash(remaining duration on c, T),

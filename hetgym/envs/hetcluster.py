@@ -135,6 +135,7 @@ class HetClusterEnv(gym.Env):
         self.observation_space = spaces.Box(
             -1.0, 1.0, (obs_size(self.window, self.n_dev, self.run_window),), np.float32)
         self.sim: Simulator | None = None
+        self._own_sim = False  # self.sim was made by reset (not attached from outside)
         k, r = self.window, max(self.run_window, 1)
         self._es = EnvState(
             win=np.zeros(k, dtype=np.int64), rwin=np.zeros(r, dtype=np.int64),
@@ -147,6 +148,7 @@ class HetClusterEnv(gym.Env):
         self._n_win = 0
         self._n_rwin = 0
         self.reward = RewardTracker(sc.objective.as_dict(), self.reward_scale, self._es.rew)
+        self._max_workers = int(sc.workload.frame["workers"].max())  # of the whole workload
         self.obs_layout = layout(self.window, self.n_dev, self.run_window, self.devices)
 
     def __repr__(self) -> str:
@@ -162,7 +164,11 @@ class HetClusterEnv(gym.Env):
         super().reset(seed=seed)
         rows = self.windows.draw(self.np_random)
         sim_seed = int(self.np_random.integers(0, 2**31 - 1))
-        self.attach(Simulator(self.scenario, seed=sim_seed, rows=rows))
+        if self._own_sim and self.sim.reset_window(rows, sim_seed):
+            self._restart()  # the same arrays, refilled: nothing to bind again
+        else:
+            self.attach(Simulator(self.scenario, seed=sim_seed, rows=rows))
+            self._own_sim = True
         self._advance_until_decision(force=True)
         return self._obs.copy(), self._info(None)
 
@@ -176,6 +182,7 @@ class HetClusterEnv(gym.Env):
         if list(sim.devices) != list(self.devices):
             raise ValueError(f"simulator devices {sim.devices} differ from the env's {self.devices}")
         self.sim = sim
+        self._own_sim = False
         cap_dev = np.asarray([sim.scenario.cluster.capacity(d) for d in self.devices],
                              dtype=np.float64)
         inv_best = self.reward.reset(sim)
@@ -183,12 +190,19 @@ class HetClusterEnv(gym.Env):
         self._ep = EnvParams(inv_best=inv_best, scale=self.reward_scale,
                              run_window=self.run_window, cap_dev=cap_dev,
                              max_cap=float(cap_dev.max()),
-                             max_workers=float(sim.jobs.workers.max()),
+                             max_workers=float(self._max_workers),
                              time_scale=self.time_scale,
                              raise_invalid=self.invalid_action == "raise",
                              term_idx=term_idx, term_w=term_w,
                              energy_price=self.reward.energy_price)
         self._bind()
+        self.steps = 0
+        self._stuck = False
+
+    def _restart(self) -> None:
+        """After the simulator refilled its arrays for a new window: the env's own per-episode
+        parameters (1 / best durations) and counters, in place."""
+        self._ep.inv_best[:] = self.reward.reset(self.sim)
         self.steps = 0
         self._stuck = False
 

@@ -38,6 +38,7 @@ from hetgym.sim.state import (
     build_jobs,
     build_params,
     new_state,
+    refill,
     node_names,
 )
 from hetgym.specs import Scenario
@@ -79,6 +80,11 @@ class Simulator:
         self.round_length = round_length
         self.params: Params = build_params(scenario, build_jobs(scenario, self.rows), round_length)
         self.state: State = new_state(self.params)
+        if self.rows is not None:  # per-user service of a window, indexed by workload-wide user ids
+            users = int(scenario.workload.user_ids().max()) + 1
+            if users > len(self.state.run.service):
+                run = self.state.run._replace(service=np.zeros(users))
+                self.state = self.state._replace(run=run)
         self.jobs, self.nodes = self.params.jobs, self.params.nodes
         self.js, self.ns = self.state.job, self.state.node
         self.node_names = node_names(scenario)
@@ -94,6 +100,28 @@ class Simulator:
         from hetgym.sim.view import View
 
         self.view = View(self)
+
+    def reset_window(self, rows: np.ndarray | None, seed: int) -> bool:
+        """Start again, in place, on another window of the same size (``rows``) with a new
+        seed: the arrays the kernels and the view hold are refilled, not replaced, so the
+        same run follows as from ``Simulator(scenario, seed, rows=rows)``. Returns False,
+        changing nothing, when the window does not fit the arrays (more workers per job or
+        more users than they were sized for): make a new simulator then."""
+        rows = None if rows is None else np.asarray(rows, dtype=np.int64)
+        if (rows is None) != (self.rows is None) or (rows is not None and len(rows) != self.n_jobs):
+            return False
+        params = build_params(self.scenario, build_jobs(self.scenario, rows), self.round_length)
+        fresh = new_state(params)
+        if not refill((self.params, self.state), (params, fresh)):
+            return False
+        self.rows = rows
+        self.rng = np.random.default_rng(seed)
+        self.seed = seed
+        self.decision_points = 0
+        self.stalled = False
+        self.last_done = np.empty(0, dtype=np.int64)
+        self.view = self.view.__class__(self)
+        return True
 
     def _bind(self) -> None:
         """Forget the kernels' entry points (again after the state is replaced); each is
@@ -259,9 +287,15 @@ class Simulator:
                           placement: Placement) -> tuple[int, np.ndarray, np.ndarray]:
         """Check an explicit placement's shape (one worker per entry of the job's gang, all on
         ``device`` if given) and return ``(W, nodes, gpus)`` as the kernels take them."""
-        w = int(self.jobs.workers[job])
-        if len(placement) != w:
+        jb = self.jobs
+        w = int(jb.workers[job])
+        lo, hi = int(jb.min_workers[job]), int(jb.max_workers[job])
+        if lo == hi == w and len(placement) != w:
             raise SchedulingError(f"{what}: job {job} has {w} workers, placement has {len(placement)}")
+        if not lo <= len(placement) <= hi:
+            raise SchedulingError(f"{what}: job {job} takes {lo} to {hi} workers (min_workers, "
+                                  f"max_workers), placement has {len(placement)}")
+        w = len(placement)
         nodes = np.ascontiguousarray(placement.nodes, dtype=np.int64)
         gpus = np.ascontiguousarray(placement.gpus, dtype=np.int64)
         if device is not None:
@@ -385,7 +419,7 @@ class Simulator:
         used_g = np.zeros_like(ns.free_gpus)
         used_c = np.zeros_like(ns.free_cpus)
         for j in self.running_jobs().tolist():
-            w = int(jb.workers[j])
+            w = int(js.nworkers[j])
             for n, g in zip(js.worker_node[j, :w].tolist(), js.worker_gpu[j, :w].tolist()):
                 used_c[n] += jb.cpus_need[j, nd.dev[n]]
                 if g >= 0:

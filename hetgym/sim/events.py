@@ -20,14 +20,15 @@ import numpy as np
 from numba import njit
 
 from hetgym.sim.codes import DONE, GRACE, QUEUED, RUNNING
+from hetgym.sim.interference import interfered_rate_nb, refresh_rates_nb
 from hetgym.sim.kernels import (
     alloc_nb,
     check_placement_nb,
+    job_rate_nb,
     place_nb,
     queue_push_front_nb,
     queue_push_nb,
     queue_remove_nb,
-    rate_nb,
 )
 from hetgym.sim.state import (
     ACC_ENERGY,
@@ -53,16 +54,35 @@ START_OK, START_NOT_QUEUED, START_TPUT_ZERO, START_NO_ROOM, START_NOT_RUNNING = 
 
 @njit(cache=True, inline="always")
 def power_busy_nb(w, wnodes, wgpus, sign, cpus_row, nodes, run):
-    """Add (sign=+1) or remove (-1) a placement's active power and busy units."""
+    """Add (sign=+1) or remove (-1) a placement's active power and busy units.
+
+    Also keeps the per-node books (``run.node_*``, integrated lazily: a node's energy
+    and busy seconds are brought up to now only when its power changes) and switches a
+    node's ``switch_w`` (its idle power under ``idle_power="busy_nodes"``) on with its
+    first worker and off with its last."""
+    now = run.acc[ACC_NOW]
     for i in range(w):
         n = wnodes[i]
         d = nodes.dev[n]
+        el = now - run.node_t[n]
+        if el > 0.0:
+            run.node_e[n] += run.node_pw[n] * el
+            if run.node_units[n] > 0:
+                run.node_busy[n] += el
+            run.node_t[n] = now
         if wgpus[i] >= 0:
             run.acc[ACC_POWER] += sign * nodes.gpu_w[n]
             run.busy[d] += sign
+            run.node_pw[n] += sign * nodes.gpu_w[n]
         else:
             run.acc[ACC_POWER] += sign * nodes.core_w[n] * cpus_row[d]
             run.busy[d] += sign * cpus_row[d]
+            run.node_pw[n] += sign * nodes.core_w[n] * cpus_row[d]
+        before = run.node_units[n]
+        run.node_units[n] = before + sign
+        if (before == 0) != (before + sign == 0):  # the node switches on (0 -> 1) or off (1 -> 0)
+            run.acc[ACC_POWER] += sign * nodes.switch_w[n]
+            run.node_pw[n] += sign * nodes.switch_w[n]
 
 
 @njit(cache=True, inline="always")
@@ -84,7 +104,7 @@ def release_nb(job, P, S):
     what the job becomes (done, or queued again)."""
     jobs, nodes, js, run = P.jobs, P.nodes, S.job, S.run
     now = run.acc[ACC_NOW]
-    w = jobs.workers[job]
+    w = js.nworkers[job]
     wn = js.worker_node[job, :w]
     wg = js.worker_gpu[job, :w]
     alloc_nb(job, w, wn, wg, -1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
@@ -102,27 +122,42 @@ def release_nb(job, P, S):
     js.finish[job] = np.inf
     js.grace_end[job] = np.inf
     _running_remove_nb(run, job)
+    refresh_rates_nb(w, wn, P, S)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def checkpoint_loss_nb(job, P, S):
-    """Lose the progress made since the last checkpoint of this run
-    (``fmod(now - resume_at, ckpt) * rate``): the rule of a preemption with no grace
-    period and of a move. No loss without a checkpoint interval."""
+    """The checkpoint-loss rule of a GP=0 preemption (and of a move): bring a running job's
+    ``remaining`` back to its last checkpoint.
+
+    ``checkpoint_unit="seconds"`` (``ckpt`` = interval in s): the progress since the last
+    checkpoint of this run, ``fmod(now - resume_at, ckpt) * rate``, is lost.
+    ``checkpoint_unit="work"`` (``ckpt`` = iterations, e.g. 1 epoch): the completed work
+    is rounded down to a multiple of ``ckpt`` (only whole snapshots are kept). No
+    interval (0): nothing is lost."""
     js = S.job
     ckpt = P.opts.ckpt
-    if ckpt > 0.0:
-        progressed = S.run.acc[ACC_NOW] - js.resume_at[job]
-        if progressed > 0.0:
-            lost = np.fmod(progressed, ckpt) * js.rate[job]
-            js.remaining[job] = min(P.jobs.work[job], js.remaining[job] + lost)
+    if ckpt <= 0.0:
+        return
+    work = P.jobs.work[job]
+    if P.opts.ckpt_work:
+        done = work - js.remaining[job]
+        q = done / ckpt
+        kept = np.floor(q + 1e-9 * max(1.0, q)) * ckpt
+        if kept < done:
+            js.remaining[job] = min(work, work - kept)
+        return
+    progressed = S.run.acc[ACC_NOW] - js.resume_at[job]
+    if progressed > 0.0:
+        lost = np.fmod(progressed, ckpt) * js.rate[job]
+        js.remaining[job] = min(work, js.remaining[job] + lost)
 
 
 @njit(cache=True)
 def suspend_nb(job, lose_progress, P, S):
     """Suspend a running job to the head of the queue, its progress kept; with
-    ``lose_progress`` the progress since the last checkpoint is lost
-    (:func:`checkpoint_loss_nb`; preemption with no grace period)."""
+    ``lose_progress`` (preemption with no grace period) the progress since its last
+    checkpoint is lost (:func:`checkpoint_loss_nb`)."""
     js, run = S.job, S.run
     if lose_progress:
         checkpoint_loss_nb(job, P, S)
@@ -210,7 +245,7 @@ def step_nb(P, S):
     running = run.running
     if dt > 0.0:
         remaining, rate, resume_at = js.remaining, js.rate, js.resume_at
-        service, user, workers = run.service, jobs.user, jobs.workers
+        service, user, workers = run.service, jobs.user, js.nworkers
         for i in range(n_run):
             j = running[i]
             s = now if now > resume_at[j] else resume_at[j]
@@ -290,7 +325,8 @@ def _occupy_nb(job, w, wnodes, wgpus, dev, P, S):
     for i in range(w):
         js.worker_node[job, i] = wnodes[i]
         js.worker_gpu[job, i] = wgpus[i]
-    r = rate_nb(w, wnodes, wgpus, jobs.tput[job], jobs.comm[job], nodes, P.opts)
+    js.nworkers[job] = w
+    r = interfered_rate_nb(job, w, wnodes, wgpus, P, S.node)
     js.rate[job] = r
     js.finish[job] = js.resume_at[job] + js.remaining[job] / r
     js.run_start[job] = run.acc[ACC_NOW]
@@ -298,6 +334,7 @@ def _occupy_nb(job, w, wnodes, wgpus, dev, P, S):
     js.status[job] = RUNNING
     run.running[run.ctr[CTR_RUN]] = job
     run.ctr[CTR_RUN] += 1
+    refresh_rates_nb(w, wnodes, P, S)
 
 
 @njit(cache=True)
@@ -331,7 +368,7 @@ def _same_placement_nb(job, w, wnodes, wgpus, P, S):
     """Whether ``(wnodes, wgpus)`` is the job's current placement, as a multiset of
     (node, GPU) pairs."""
     js = S.job
-    if w != P.jobs.workers[job]:
+    if w != js.nworkers[job]:
         return False
     for i in range(w):
         want = 0
@@ -367,7 +404,7 @@ def move_nb(job, w, wnodes, wgpus, P, S):
         js.status[job] = RUNNING
         js.grace_end[job] = np.inf
         return START_OK
-    ow = jobs.workers[job]
+    ow = js.nworkers[job]
     on = js.worker_node[job, :ow]
     og = js.worker_gpu[job, :ow]
     alloc_nb(job, ow, on, og, -1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)

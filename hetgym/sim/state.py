@@ -30,7 +30,7 @@ from hetgym.sim.codes import PlacementPolicy
 
 __all__ = ["NodeArrays", "JobArrays", "Options", "Params", "JobState", "NodeState", "RunState",
            "State", "build_nodes", "build_jobs", "build_params", "new_state", "cut_window",
-           "best_durations", "gang_fits", "node_names", "cluster_nodes",
+           "best_durations", "gang_fits", "node_names", "cluster_nodes", "refill",
            "CTR_ARR", "CTR_QHEAD", "CTR_QTAIL", "CTR_Q", "CTR_RUN", "CTR_DONE", "CTR_EV",
            "CTR_ERR", "CTR_SEG", "ACC_NOW", "ACC_ENERGY", "ACC_POWER", "ACC_ROUND", "ACC_WAKE"]
 
@@ -60,6 +60,8 @@ class NodeArrays(NamedTuple):
     by_dev: np.ndarray      # int64[N], node indices grouped by device type (ascending in a group)
     socket: np.ndarray      # int64[N, G], CPU socket of each GPU, -1 padding
     sockets: np.ndarray     # int64[N], CPU sockets per node
+    switch_w: np.ndarray    # float64[N], idle power drawn only while the node hosts a worker
+                            # (idle_w with SimOptions.idle_power="busy_nodes", else 0)
 
 
 class JobArrays(NamedTuple):
@@ -79,7 +81,14 @@ class JobArrays(NamedTuple):
     grace: np.ndarray      # float64[J], grace period (s)
     comm: np.ndarray       # float64[J], 0..1
     forkable: np.ndarray   # bool[J]
-    holdable: np.ndarray   # bool[J, C], see :func:`gang_fits`
+    holdable: np.ndarray   # bool[J, C], see :func:`gang_fits` (with min_workers)
+    min_workers: np.ndarray  # int64[J], least gang size (elastic jobs; = workers if not)
+    max_workers: np.ndarray  # int64[J], largest gang size
+    scale_exp: np.ndarray    # float64[J], per-job scaling exponent
+    sens: np.ndarray       # float64[J], interference sensitivity s_j (comm if W >= 2, else 0)
+    press: np.ndarray      # float64[J], interference pressure p_j (column bw, default as sens)
+    itype: np.ndarray      # int64[J], dense id of job_type (interference table rows)
+    min_utility: np.ndarray  # float64[J], least placement utility accepted (TOPO-AWARE-P)
 
 
 class Options(NamedTuple):
@@ -95,6 +104,10 @@ class Options(NamedTuple):
     idle_power: float       # W, all nodes
     policy: int             # PlacementPolicy code
     limit: int              # preemption limit per job, -1 = none
+    ckpt_work: bool         # checkpoint_interval counts iterations (checkpoint_unit="work")
+    interf_mode: int        # 0 no interference, 1 coefficient model, 2 pairwise table
+    interf_coeff: float
+    interf_domain: int      # 0 socket, 1 node
 
 
 class Params(NamedTuple):
@@ -104,6 +117,7 @@ class Params(NamedTuple):
     nodes: NodeArrays
     opts: Options
     min_unit: np.ndarray  # float64[C], least a worker of any job takes of free_dev[c] (1 GPU, or cores)
+    itab: np.ndarray      # float64[T, T], interference slowdown of type a next to type b (1 = none)
 
 
 class JobState(NamedTuple):
@@ -126,6 +140,7 @@ class JobState(NamedTuple):
     worker_node: np.ndarray  # int64[J, Wmax], -1 padding
     worker_gpu: np.ndarray   # int64[J, Wmax], -1 padding / CPU worker
     attained: np.ndarray     # float64[J], worker-seconds held in finished runs
+    nworkers: np.ndarray     # int64[J], gang size of the current/last run (0 = never ran)
 
 
 class NodeState(NamedTuple):
@@ -157,6 +172,11 @@ class RunState(NamedTuple):
     scr_i: np.ndarray      # int64[3, N], placement scratch (slots, take, order)
     scr_f: np.ndarray      # float64[2, N], placement-check scratch (cores, memory per node)
     qtmp: np.ndarray       # int64[J + 1], queue compaction scratch
+    node_units: np.ndarray  # int64[N], workers on each node now
+    node_pw: np.ndarray     # float64[N], each node's power now (W)
+    node_e: np.ndarray      # float64[N], each node's energy (J) up to node_t
+    node_busy: np.ndarray   # float64[N], seconds each node hosted >= 1 worker, up to node_t
+    node_t: np.ndarray      # float64[N], time of the node's last update
 
 
 class State(NamedTuple):
@@ -217,6 +237,7 @@ def cluster_nodes(cluster: ClusterSpec) -> NodeArrays:
         by_dev=by_dev,
         socket=socket,
         sockets=np.asarray([max(1, int(s.sockets)) for s in spec_nodes], dtype=np.int64),
+        switch_w=np.zeros(n),
     )
 
 
@@ -294,7 +315,16 @@ def _build_jobs_uncached(scenario: Scenario) -> JobArrays:
     if scenario.options.grace_period is not None:
         grace = np.full(len(fr), float(scenario.options.grace_period))
     workers = fr["workers"].to_numpy(dtype=np.int64)
+    least = fr["min_workers"].to_numpy(dtype=np.int64) if "min_workers" in fr.columns else workers
+    most = fr["max_workers"].to_numpy(dtype=np.int64) if "max_workers" in fr.columns else workers
+    exp = np.full(len(fr), float(scenario.options.scaling_exponent))
+    if "scaling_exponent" in fr.columns:
+        own = fr["scaling_exponent"].to_numpy(dtype=np.float64)
+        exp = np.where(np.isnan(own), exp, own)
     mem = fr["mem_gb"].to_numpy(dtype=np.float64)
+    comm = fr["comm"].to_numpy(dtype=np.float64)
+    sens = np.where(workers >= 2, comm, 0.0)
+    bw = fr["bw"].to_numpy(dtype=np.float64)
     jobs = JobArrays(
         job_id=fr["job_id"].to_numpy(dtype=np.int64),
         arrival=fr["arrival"].to_numpy(dtype=np.float64),
@@ -308,13 +338,38 @@ def _build_jobs_uncached(scenario: Scenario) -> JobArrays:
         deadline=fr["deadline"].to_numpy(dtype=np.float64),
         weight=fr["weight"].to_numpy(dtype=np.float64),
         grace=grace,
-        comm=fr["comm"].to_numpy(dtype=np.float64),
+        comm=comm,
         forkable=fr["forkable"].to_numpy(dtype=np.bool_),
-        holdable=gang_fits(workers, cpus_need, mem, build_nodes(scenario)),
+        holdable=gang_fits(least, cpus_need, mem, build_nodes(scenario)),
+        min_workers=least,
+        max_workers=most,
+        scale_exp=exp,
+        sens=sens,
+        press=np.where(np.isnan(bw), sens, bw),
+        itype=np.searchsorted(job_types(scenario), fr["job_type"].to_numpy()).astype(np.int64),
+        min_utility=fr["min_utility"].to_numpy(dtype=np.float64),
     )
     # owned, writable, C-contiguous copies: one Numba type for whole workloads and windows
     # (pandas hands out read-only views, which Numba types apart and compiles again)
     return JobArrays(*(np.array(a, copy=True, order="C") for a in jobs))
+
+
+def job_types(scenario: Scenario) -> np.ndarray:
+    """Sorted distinct ``job_type`` names of the workload and of the interference table
+    (``JobArrays.itype`` indexes it)."""
+    names = set(scenario.workload.frame["job_type"].astype(str))
+    for (a, b), _ in scenario.options.interference_table or ():
+        names.update((a, b))
+    return np.array(sorted(names), dtype=object)
+
+
+def interference_matrix(scenario: Scenario) -> np.ndarray:
+    """``float64[T, T]`` slowdown of a type-a job next to a type-b job (1 where not given)."""
+    names = job_types(scenario)
+    tab = np.ones((max(1, len(names)), max(1, len(names))))
+    for (a, b), v in scenario.options.interference_table or ():
+        tab[np.searchsorted(names, a), np.searchsorted(names, b)] = v
+    return tab
 
 
 def best_durations(jobs: JobArrays, amount: np.ndarray | None = None,
@@ -339,18 +394,27 @@ def build_params(scenario: Scenario, jobs: JobArrays, round_length: float | None
     """Static parameters of a run."""
     o = scenario.options
     nodes = build_nodes(scenario)
+    busy_nodes = o.idle_power == "busy_nodes"
+    if busy_nodes:
+        nodes = nodes._replace(switch_w=nodes.idle_w.copy())
     opts = Options(
         horizon=float(o.horizon), round_len=float(round_length or 0.0),
         ckpt=float(o.checkpoint_interval), restart_delay=float(o.restart_delay),
         scaling_exponent=float(o.scaling_exponent), topology_coeff=float(o.topology_coeff),
-        network_distance=float(o.network_distance), idle_power=float(nodes.idle_w.sum()),
+        network_distance=float(o.network_distance),
+        idle_power=0.0 if busy_nodes else float(nodes.idle_w.sum()),
         policy=int(PlacementPolicy.of(o.placement)),
-        limit=-1 if o.max_preemptions is None else int(o.max_preemptions))
+        limit=-1 if o.max_preemptions is None else int(o.max_preemptions),
+        ckpt_work=o.checkpoint_unit == "work",
+        interf_mode=2 if o.interference_table else (1 if o.interference_coeff > 0 else 0),
+        interf_coeff=float(o.interference_coeff),
+        interf_domain=0 if o.interference_domain == "socket" else 1)
     unit = np.ones(len(nodes.dev_is_cpu))
     for c in np.flatnonzero(nodes.dev_is_cpu):
         need = jobs.cpus_need[:, c][jobs.tput[:, c] > 0]
         unit[c] = float(need.min()) if len(need) else np.inf
-    return Params(jobs=jobs, nodes=nodes, opts=opts, min_unit=unit)
+    return Params(jobs=jobs, nodes=nodes, opts=opts, min_unit=unit,
+                  itab=interference_matrix(scenario))
 
 
 def new_state(params: Params) -> State:
@@ -359,7 +423,7 @@ def new_state(params: Params) -> State:
     j = len(jobs.arrival)
     n = len(nodes.dev)
     c = len(nodes.dev_is_cpu)
-    wmax = int(jobs.workers.max())
+    wmax = int(jobs.max_workers.max())
     nan = np.full(j, np.nan)
     job = JobState(
         status=np.zeros(j, dtype=np.int64),
@@ -379,6 +443,7 @@ def new_state(params: Params) -> State:
         worker_node=np.full((j, wmax), -1, dtype=np.int64),
         worker_gpu=np.full((j, wmax), -1, dtype=np.int64),
         attained=np.zeros(j),
+        nworkers=np.zeros(j, dtype=np.int64),
     )
     free_dev = np.zeros(c)
     for k in range(n):
@@ -411,5 +476,49 @@ def new_state(params: Params) -> State:
         scr_i=np.zeros((3, n), dtype=np.int64),
         scr_f=np.zeros((2, n)),
         qtmp=np.empty(j + 1, dtype=np.int64),
+        node_units=np.zeros(n, dtype=np.int64),
+        node_pw=nodes.idle_w - nodes.switch_w,
+        node_e=np.zeros(n),
+        node_busy=np.zeros(n),
+        node_t=np.zeros(n),
     )
     return State(job=job, node=node, run=run)
+
+
+def _refillable(old: object, new: object) -> bool:
+    if isinstance(old, tuple):
+        return isinstance(new, tuple) and len(old) == len(new) and all(
+            _refillable(a, b) for a, b in zip(old, new))
+    if not isinstance(old, np.ndarray):
+        return old == new
+    if old.dtype != new.dtype or old.ndim != new.ndim:
+        return False
+    if old.shape == new.shape:
+        return True
+    # a larger array (a grown log, a wider scratch) takes a constant-filled one
+    return all(a >= b for a, b in zip(old.shape, new.shape)) and (
+        new.size == 0 or bool((new == new.flat[0]).all()) or bool(np.isnan(new).all()))
+
+
+def _refill(old: object, new: object) -> None:
+    if isinstance(old, tuple):
+        for a, b in zip(old, new):
+            _refill(a, b)
+    elif isinstance(old, np.ndarray):
+        if old.shape == new.shape:
+            np.copyto(old, new)
+        else:
+            old.fill(new.flat[0] if new.size else 0)
+
+
+def refill(old: tuple, new: tuple) -> bool:
+    """Copy the arrays of ``new`` into those of ``old`` (NamedTuples of the same layout,
+    e.g. a :class:`State` and a fresh one), so that compiled code holding ``old`` sees
+    the new values. An array of ``old`` larger than its counterpart (a grown segment log)
+    takes it only if the counterpart is constant (then ``old`` is filled with that
+    value); scalars must be equal. Returns False, changing nothing, if ``new`` does not
+    fit into ``old``."""
+    if not _refillable(old, new):
+        return False
+    _refill(old, new)
+    return True
