@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit
 
 from hetgym.sim.codes import DONE, GRACE, QUEUED, RUNNING
+from hetgym.sim.interference import interfered_rate_nb, refresh_rates_nb
 from hetgym.sim.kernels import (
     alloc_nb,
     check_placement_nb,
@@ -121,6 +122,7 @@ def release_nb(job, P, S):
     js.finish[job] = np.inf
     js.grace_end[job] = np.inf
     _running_remove_nb(run, job)
+    refresh_rates_nb(w, wn, P, S)
 
 
 @njit(cache=True)
@@ -324,7 +326,7 @@ def _occupy_nb(job, w, wnodes, wgpus, dev, P, S):
         js.worker_node[job, i] = wnodes[i]
         js.worker_gpu[job, i] = wgpus[i]
     js.nworkers[job] = w
-    r = job_rate_nb(job, w, wnodes, wgpus, P)
+    r = interfered_rate_nb(job, w, wnodes, wgpus, P, S.node)
     js.rate[job] = r
     js.finish[job] = js.resume_at[job] + js.remaining[job] / r
     js.run_start[job] = run.acc[ACC_NOW]
@@ -332,6 +334,7 @@ def _occupy_nb(job, w, wnodes, wgpus, dev, P, S):
     js.status[job] = RUNNING
     run.running[run.ctr[CTR_RUN]] = job
     run.ctr[CTR_RUN] += 1
+    refresh_rates_nb(w, wnodes, P, S)
 
 
 @njit(cache=True)
