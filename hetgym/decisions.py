@@ -55,12 +55,15 @@ class Start:
 
     ``device`` is a device key (``"v100"``) or an index into the scenario's
     device types; it may be ``None`` only with an explicit ``placement``
-    (a mixed allocation over several device types).
+    (a mixed allocation over several device types). A list of placements starts
+    *copies* of a ``forkable`` job (forking, docs/semantics.md): one full gang each,
+    on pairwise distinct nodes, progress pooled; a non-forkable job given more than
+    one copy raises :class:`SchedulingError`.
     """
 
     job: int
     device: Union[str, int, None] = None
-    placement: Placement | None = None
+    placement: "Placement | Sequence[Placement] | None" = None
 
 
 @dataclass(frozen=True)

@@ -108,6 +108,8 @@ class RJob:
     n_restart: int = 0
     device: int = -1  # -1 never ran, -2 mixed
     alloc: list = field(default_factory=list)  # [(node, gpu or -1)] of the current run
+    copies: int = 1  # copies of the current/last run (forking); alloc holds them in order
+    gpu_seconds: float = 0.0  # GPUs held x time, every copy counted
 
 
 # ---------------------------------------------------------------------- placement
@@ -283,6 +285,16 @@ class RefSim:
         self.events = 0
         self.decision_points = 0
         self.segments: list[tuple[int, float, float, int]] = []
+        self.segment_gpus: list[int] = []
+        self.fork_sync = (opts.restart_delay if opts.fork_sync_delay is None
+                          else opts.fork_sync_delay)
+        if opts.max_copies is not None:
+            self.max_copies = int(opts.max_copies)
+        elif any(j.forkable for j in self.jobs):
+            self.max_copies = max(1, sum(1 for n in self.nodes if n.gpus > 0))
+        else:
+            self.max_copies = 1
+        self.node_busy = [0.0] * len(self.nodes)  # seconds with >= 1 GPU held
         self.view = RefView(self)
 
     # ---------------------------------------------------------------- events
@@ -320,11 +332,16 @@ class RefSim:
         assert t >= self.now, f"time went back from {self.now} to {t}"
         dt = t - self.now
         if dt > 0:
+            busy_nodes = set()
             for job in self._holding():
                 since = max(self.now, job.resume_at)
                 if t > since:
                     job.remaining -= job.rate * (t - since)
-                self.service[job.user] += job.workers * dt
+                self.service[job.user] += job.workers * job.copies * dt
+                job.gpu_seconds += sum(1 for _, g in job.alloc if g >= 0) * dt
+                busy_nodes.update(n for n, g in job.alloc if g >= 0)
+            for n in busy_nodes:
+                self.node_busy[n] += dt
             power, busy = self._power_and_busy()
             self.energy_j += power * dt
             for d, b in busy.items():
@@ -354,6 +371,13 @@ class RefSim:
             job.status = QUEUED
             self.queue.append(job.index)
             self.next_arrival += 1
+        if self.next_round <= t and self.fork_sync > 0:
+            # round boundary: a job holding >= 2 copies pauses for the consolidation
+            for j in self.running:
+                job = self.jobs[j]
+                if job.copies >= 2 and job.resume_at < t + self.fork_sync:
+                    job.resume_at = t + self.fork_sync
+                    job.finish = job.resume_at + job.remaining / job.rate
         while self.next_round <= t:
             self.next_round += self.round_length
         self.events += 1
@@ -401,8 +425,13 @@ class RefSim:
             if alloc is None:
                 raise SchedulingError(f"Start: job {j} does not fit on {self.devices[dev]}")
         else:
-            alloc = list(zip([int(x) for x in placement.nodes], [int(x) for x in placement.gpus]))
-            self._check_explicit(job, alloc)
+            parts = [placement] if isinstance(placement, Placement) else list(placement)
+            self._check_copies(job, parts)
+            alloc = []
+            for p in parts:
+                part = list(zip([int(x) for x in p.nodes], [int(x) for x in p.gpus]))
+                self._check_explicit(job, alloc + part, len(part))
+                alloc += part
             devs = {nodes[n].device for n, _ in alloc}
             dev = devs.pop() if len(devs) == 1 else -2
         # take the resources
@@ -414,14 +443,18 @@ class RefSim:
                 node.free_gpus -= 1
                 node.owner[g] = j
         job.alloc = alloc
-        job.rate = job_rate(job, alloc, nodes, self.options.scaling_exponent,
-                            self.options.topology_coeff, self.options.network_distance)
+        w = job.workers
+        job.copies = len(alloc) // w
+        job.rate = sum(job_rate(job, alloc[c * w:(c + 1) * w], nodes, self.options.scaling_exponent,
+                                self.options.topology_coeff, self.options.network_distance)
+                       for c in range(job.copies))
+        delay = self.fork_sync if job.copies >= 2 else 0.0
         if math.isnan(job.first_start):
             job.first_start = self.now
-            job.resume_at = self.now
+            job.resume_at = self.now + delay
         else:
             job.n_restart += 1
-            job.resume_at = self.now + self.options.restart_delay
+            job.resume_at = self.now + max(self.options.restart_delay, delay)
         job.finish = job.resume_at + job.remaining / job.rate
         job.run_start = self.now
         job.device = dev
@@ -429,8 +462,31 @@ class RefSim:
         self.queue.remove(j)
         self.running.append(j)
 
-    def _check_explicit(self, job: RJob, alloc: list[tuple[int, int]]) -> None:
-        if len(alloc) != job.workers:
+    def _check_copies(self, job: RJob, parts: list) -> None:
+        """Copies (forking): >1 only for a forkable job, at most max_copies, each a full
+        gang, no node shared between two copies."""
+        if not parts:
+            raise SchedulingError(f"Start: job {job.index} got an empty list of copies")
+        if len(parts) == 1:
+            return
+        if not job.forkable:
+            raise SchedulingError(f"Start: job {job.index} is not forkable")
+        if len(parts) > self.max_copies:
+            raise SchedulingError(f"Start: job {job.index}: more than max_copies copies")
+        seen: set = set()
+        for p in parts:
+            if len(p) != job.workers:
+                raise SchedulingError(f"Start: a copy of job {job.index} is not a full gang")
+            on = {int(n) for n in p.nodes}
+            if on & seen:
+                raise SchedulingError(f"Start: copies of job {job.index} share a node")
+            seen |= on
+
+    def _check_explicit(self, job: RJob, alloc: list[tuple[int, int]],
+                        gang: int | None = None) -> None:
+        """Check a placement; with ``gang``, ``alloc`` is the copies so far plus one copy
+        of ``gang`` workers (all checked together against free resources)."""
+        if len(alloc) != job.workers and gang != job.workers:
             raise SchedulingError(f"Start: job {job.index} has {job.workers} workers, "
                                   f"placement has {len(alloc)}")
         need_c: dict[int, float] = {}
@@ -485,6 +541,7 @@ class RefSim:
                 node.free_gpus += 1
                 node.owner[g] = -1
         self.segments.append((j, job.run_start, self.now, job.device))
+        self.segment_gpus.append(sum(1 for _, g in job.alloc if g >= 0))
         job.exec_time += self.now - job.run_start
         job.rate = 0.0
         job.finish = math.inf
@@ -629,7 +686,7 @@ class RefView:
         self.node_cpus = _ro([n.cpus for n in sim.nodes], np.float64)
         self.node_mem = _ro([n.mem for n in sim.nodes], np.float64)
         self.dev_is_cpu = _ro([d == "cpu" for d in sim.devices], np.bool_)
-        self._wmax = max(j.workers for j in jobs)
+        self._wmax = max(j.workers for j in jobs) * sim.max_copies
 
     # dynamic job state
     def _jobs(self, attr: str, dtype: Any) -> np.ndarray:
@@ -643,6 +700,7 @@ class RefView:
     device = property(lambda self: self._jobs("device", np.int64))
     first_start = property(lambda self: self._jobs("first_start", np.float64))
     exec_time = property(lambda self: self._jobs("exec_time", np.float64))
+    n_copies = property(lambda self: self._jobs("copies", np.int64))
 
     def _workers_table(self, which: int) -> np.ndarray:
         out = [[-1] * self._wmax for _ in self._sim.jobs]
@@ -775,6 +833,8 @@ class RefResult:
     service: list[float]
     segments: list[tuple[int, float, float, int]]
     stalled: bool = False
+    segment_gpus: list[int] = field(default_factory=list)
+    node_busy: list[float] = field(default_factory=list)
 
 
 def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -> RefResult:
@@ -815,9 +875,11 @@ def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -
         "exec_time": [j.exec_time + (sim.now - j.run_start if j.status in (RUNNING, GRACE) else 0.0)
                       for j in sim.jobs],
         "finished": [j.status == DONE for j in sim.jobs],
+        "gpu_seconds": [j.gpu_seconds for j in sim.jobs],
     })
     return RefResult(jobs=jobs, energy_kwh=sim.energy_j / 3.6e6, busy_time=dict(sim.busy_time),
                      now=sim.now, decision_points=sim.decision_points, events=sim.events,
                      service=list(sim.service), segments=list(sim.segments),
+                     segment_gpus=list(sim.segment_gpus), node_busy=list(sim.node_busy),
                      stalled=not all(j.status == DONE for j in sim.jobs)
                      and sim.now < sim.options.horizon)

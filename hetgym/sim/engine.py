@@ -245,9 +245,44 @@ class Simulator:
                 5: "memory exceeded", 6: "a CPU-node worker has a GPU index",
                 8: "a worker is on a device type where the job's throughput is 0"}
 
+    def copies(self, job: int, placement: Any, what: str = "Start") -> Placement | None:
+        """Resolve a placement or a list of copy placements (forking, M4) into one flat
+        :class:`Placement` (copy c at workers ``[c W, (c + 1) W)``), checking the copy rules:
+        each copy a full gang, copies on pairwise distinct nodes, >1 copy only for a
+        ``forkable`` job and at most ``max_copies``."""
+        if placement is None or isinstance(placement, Placement):
+            return placement
+        parts = list(placement)
+        if not parts:
+            raise SchedulingError(f"{what}: job {job} got an empty list of copy placements")
+        if len(parts) == 1:
+            return parts[0]
+        jb = self.jobs
+        w = int(jb.workers[job])
+        if not jb.forkable[job]:
+            raise SchedulingError(f"{what}: job {job} (job_id={jb.job_id[job]}) is not forkable "
+                                  f"but was given {len(parts)} copies")
+        limit = int(self.params.opts.max_copies)
+        if len(parts) > limit:
+            raise SchedulingError(f"{what}: job {job} was given {len(parts)} copies; "
+                                  f"max_copies is {limit}")
+        seen: set[int] = set()
+        for c, p in enumerate(parts):
+            if len(p) != w:
+                raise SchedulingError(f"{what}: copy {c} of job {job} has {len(p)} workers, "
+                                      f"the job has {w}")
+            on = set(np.asarray(p.nodes).tolist())
+            if on & seen:
+                raise SchedulingError(f"{what}: copies of job {job} share node(s) "
+                                      f"{sorted(on & seen)}; each copy needs its own nodes")
+            seen |= on
+        return Placement(np.concatenate([np.asarray(p.nodes, dtype=np.int64) for p in parts]),
+                         np.concatenate([np.asarray(p.gpus, dtype=np.int64) for p in parts]))
+
     def start(self, job: int, device: str | int | None = None,
-              placement: Placement | None = None) -> None:
-        """Start a queued job on ``device`` (default placement) or on ``placement``."""
+              placement: Placement | Sequence[Placement] | None = None) -> None:
+        """Start a queued job on ``device`` (default placement) or on ``placement``
+        (a list of placements = copies of a forkable job, M4)."""
         job = int(job)
         if not 0 <= job < self.n_jobs:
             raise SchedulingError(f"Start: job index {job} out of range 0..{self.n_jobs - 1}")
@@ -258,6 +293,9 @@ class Simulator:
                 f"{JobStatus(js.status[job]).name}, not QUEUED"
             )
         w = int(jb.workers[job])
+        if placement is not None and not isinstance(placement, Placement):
+            placement = self.copies(job, placement)
+            w = len(placement)  # validated copies: W x number of copies
         if placement is None:
             if device is None:
                 raise SchedulingError(f"Start: job {job} needs a device or a placement")
@@ -316,12 +354,18 @@ class Simulator:
         run = self.state.run
         k = run.seg_i.shape[0]
         need = max(2 * k, int(run.ctr[CTR_SEG]) + self.n_running + 16)
-        seg_i = np.zeros((need, 3), dtype=np.int64)
+        seg_i = np.zeros((need, run.seg_i.shape[1]), dtype=np.int64)
         seg_f = np.zeros((need, 2))
         seg_i[:k] = run.seg_i
         seg_f[:k] = run.seg_f
         self.state = self.state._replace(run=run._replace(seg_i=seg_i, seg_f=seg_f))
         self._bind()
+
+    @property
+    def segment_gpus(self) -> np.ndarray:
+        """int64[S]: GPUs held (all copies) by each finished run, in :attr:`segments` order."""
+        run = self.state.run
+        return run.seg_i[: int(run.ctr[CTR_SEG]), 3].copy()
 
     @property
     def segments(self) -> list[tuple[int, float, float, int, int]]:
@@ -342,7 +386,7 @@ class Simulator:
         used_g = np.zeros_like(ns.free_gpus)
         used_c = np.zeros_like(ns.free_cpus)
         for j in self.running_jobs().tolist():
-            w = int(jb.workers[j])
+            w = int(jb.workers[j] * js.n_copies[j])
             for n, g in zip(js.worker_node[j, :w].tolist(), js.worker_gpu[j, :w].tolist()):
                 used_c[n] += jb.cpus_need[j, nd.dev[n]]
                 if g >= 0:

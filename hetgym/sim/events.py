@@ -27,7 +27,7 @@ from hetgym.sim.kernels import (
     queue_push_front_nb,
     queue_push_nb,
     queue_remove_nb,
-    rate_nb,
+    rate_copies_nb,
 )
 from hetgym.sim.state import (
     ACC_ENERGY,
@@ -65,6 +65,22 @@ def power_busy_nb(w, wnodes, wgpus, sign, cpus_row, nodes, run):
 
 
 @njit(cache=True, inline="always")
+def node_busy_nb(w, wnodes, nodes, ns, run, now):
+    """After a placement was taken or given back: open or close the busy intervals of its
+    GPU nodes (a node is busy while >= 1 of its GPUs is held; for CRU, M11)."""
+    for i in range(w):
+        n = wnodes[i]
+        if nodes.gpus[n] == 0:
+            continue
+        if ns.free_gpus[n] < nodes.gpus[n]:
+            if run.node_since[n] < 0.0:
+                run.node_since[n] = now
+        elif run.node_since[n] >= 0.0:
+            run.node_busy[n] += now - run.node_since[n]
+            run.node_since[n] = -1.0
+
+
+@njit(cache=True, inline="always")
 def _running_remove_nb(run, job):
     """Remove ``job`` from the running list, keeping start order (bounded by the cluster size)."""
     n = run.ctr[CTR_RUN]
@@ -83,16 +99,22 @@ def release_nb(job, P, S):
     what the job becomes (done, or queued again)."""
     jobs, nodes, js, run = P.jobs, P.nodes, S.job, S.run
     now = run.acc[ACC_NOW]
-    w = jobs.workers[job]
+    w = jobs.workers[job] * js.n_copies[job]
     wn = js.worker_node[job, :w]
     wg = js.worker_gpu[job, :w]
     alloc_nb(job, w, wn, wg, -1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
     power_busy_nb(w, wn, wg, -1, jobs.cpus_need[job], nodes, run)
+    node_busy_nb(w, wn, nodes, S.node, run, now)
     js.exec_time[job] += now - js.run_start[job]
     k = run.ctr[CTR_SEG]
     run.seg_i[k, 0] = job
     run.seg_i[k, 1] = js.device[job]
     run.seg_i[k, 2] = js.worker_node[job, 0]
+    held = 0
+    for i in range(w):
+        if wg[i] >= 0:
+            held += 1
+    run.seg_i[k, 3] = held
     run.seg_f[k, 0] = js.run_start[job]
     run.seg_f[k, 1] = now
     run.ctr[CTR_SEG] = k + 1
@@ -177,13 +199,13 @@ def step_nb(P, S):
     running = run.running
     if dt > 0.0:
         remaining, rate, resume_at = js.remaining, js.rate, js.resume_at
-        service, user, workers = run.service, jobs.user, jobs.workers
+        service, user, workers, copies = run.service, jobs.user, jobs.workers, js.n_copies
         for i in range(n_run):
             j = running[i]
             s = now if now > resume_at[j] else resume_at[j]
             if t > s:
                 remaining[j] -= rate[j] * (t - s)
-            service[user[j]] += workers[j] * dt
+            service[user[j]] += workers[j] * copies[j] * dt
         acc[ACC_ENERGY] += (P.opts.idle_power + acc[ACC_POWER]) * dt
         for c in range(run.busy.shape[0]):
             run.busy_time[c] += run.busy[c] * dt
@@ -220,6 +242,8 @@ def step_nb(P, S):
         queue_push_nb(run, js.qpos, j)
         ctr[CTR_ARR] += 1
     if P.opts.round_len > 0.0:
+        if acc[ACC_ROUND] <= t and P.opts.max_copies > 1 and P.opts.fork_sync > 0.0:
+            fork_sync_nb(t, P, S)
         while acc[ACC_ROUND] <= t:
             acc[ACC_ROUND] += P.opts.round_len
     ctr[CTR_EV] += 1
@@ -227,8 +251,26 @@ def step_nb(P, S):
 
 
 @njit(cache=True)
+def fork_sync_nb(t, P, S):
+    """Round boundary at ``t``: every job holding >= 2 copies makes no progress for
+    ``fork_sync`` seconds (model consolidation, M4; a pending restart delay overlaps)."""
+    js, run = S.job, S.run
+    sync = P.opts.fork_sync
+    for i in range(run.ctr[CTR_RUN]):
+        j = run.running[i]
+        if js.n_copies[j] >= 2 and js.resume_at[j] < t + sync:
+            js.resume_at[j] = t + sync
+            js.finish[j] = js.resume_at[j] + js.remaining[j] / js.rate[j]
+
+
+@njit(cache=True)
 def start_nb(job, w, wnodes, wgpus, P, S):
     """Validate a placement and start a queued job on it.
+
+    ``w`` is the job's gang size times its number of copies (forking, M4): copy c is
+    ``wnodes[c W:(c + 1) W]``; the caller checks that copies are allowed and on
+    distinct nodes. The job's rate is the sum of its copies' rates; with >= 2 copies
+    it makes no progress for ``fork_sync`` seconds (or the restart delay if larger).
 
     Returns ``START_OK``, a code 1-6 of :func:`~hetgym.sim.kernels.check_placement_nb`,
     ``START_NOT_QUEUED`` or ``START_TPUT_ZERO`` (a worker on a device type where
@@ -250,17 +292,25 @@ def start_nb(job, w, wnodes, wgpus, P, S):
             dev = -2
     alloc_nb(job, w, wnodes, wgpus, 1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
     power_busy_nb(w, wnodes, wgpus, 1, jobs.cpus_need[job], nodes, run)
+    gang = jobs.workers[job]
+    k = w // gang
+    for i in range(w, gang * js.n_copies[job]):  # slots of copies the last run had
+        js.worker_node[job, i] = -1
+        js.worker_gpu[job, i] = -1
     for i in range(w):
         js.worker_node[job, i] = wnodes[i]
         js.worker_gpu[job, i] = wgpus[i]
-    r = rate_nb(w, wnodes, wgpus, jobs.tput[job], jobs.comm[job], nodes, P.opts)
+    js.n_copies[job] = k
+    r = rate_copies_nb(gang, k, wnodes, wgpus, jobs.tput[job], jobs.comm[job], nodes, P.opts)
     t = run.acc[ACC_NOW]
+    node_busy_nb(w, wnodes, nodes, S.node, run, t)
+    sync = P.opts.fork_sync if k >= 2 else 0.0
     if np.isnan(js.first_start[job]):
         js.first_start[job] = t
-        js.resume_at[job] = t
+        js.resume_at[job] = t + sync
     else:
         js.n_restart[job] += 1
-        js.resume_at[job] = t + P.opts.restart_delay
+        js.resume_at[job] = t + max(P.opts.restart_delay, sync)
     js.rate[job] = r
     js.finish[job] = js.resume_at[job] + js.remaining[job] / r
     js.run_start[job] = t

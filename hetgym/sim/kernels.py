@@ -291,7 +291,7 @@ def alloc_jobs_nb(idx, sign, jobs, nodes, js, ns):
     (the same floating-point operations, in the same order, as one call per job)."""
     for i in range(idx.shape[0]):
         j = idx[i]
-        w = jobs.workers[j]
+        w = jobs.workers[j] * js.n_copies[j]
         alloc_nb(j, w, js.worker_node[j, :w], js.worker_gpu[j, :w], sign, jobs.cpus_need[j],
                  jobs.mem[j], nodes, ns)
 
@@ -329,6 +329,18 @@ def rate_nb(w, wnodes, wgpus, tput_row, comm, nodes, opts):
         if mean > 1.0:
             rate /= 1.0 + opts.topology_coeff * comm * (mean - 1.0)
     return rate
+
+
+@njit(cache=True)
+def rate_copies_nb(w, k, wnodes, wgpus, tput_row, comm, nodes, opts):
+    """Pooled rate of ``k`` copies of a ``w``-worker job (forking, M4): the sum of
+    :func:`rate_nb` over the copies, copy c on ``wnodes[c w:(c + 1) w]``; = ``rate_nb``
+    when ``k == 1``."""
+    r = rate_nb(w, wnodes[:w], wgpus[:w], tput_row, comm, nodes, opts)
+    for c in range(1, k):
+        r += rate_nb(w, wnodes[c * w:(c + 1) * w], wgpus[c * w:(c + 1) * w], tput_row, comm,
+                     nodes, opts)
+    return r
 
 
 @njit(cache=True, inline="always")

@@ -30,7 +30,7 @@ from hetgym.sim.codes import PlacementPolicy
 
 __all__ = ["NodeArrays", "JobArrays", "Options", "Params", "JobState", "NodeState", "RunState",
            "State", "build_nodes", "build_jobs", "build_params", "new_state", "cut_window",
-           "best_durations", "gang_fits", "node_names", "cluster_nodes",
+           "best_durations", "gang_fits", "max_copies", "node_names", "cluster_nodes",
            "CTR_ARR", "CTR_QHEAD", "CTR_QTAIL", "CTR_Q", "CTR_RUN", "CTR_DONE", "CTR_EV",
            "CTR_ERR", "CTR_SEG", "ACC_NOW", "ACC_ENERGY", "ACC_POWER", "ACC_ROUND"]
 
@@ -92,6 +92,8 @@ class Options(NamedTuple):
     idle_power: float       # W, all nodes
     policy: int             # PlacementPolicy code
     limit: int              # preemption limit per job, -1 = none
+    fork_sync: float        # no-progress time of a job holding >= 2 copies (M4)
+    max_copies: int         # copies a forkable job may hold (worker slots = Wmax x max_copies)
 
 
 class Params(NamedTuple):
@@ -120,8 +122,9 @@ class JobState(NamedTuple):
     n_restart: np.ndarray   # int64[J]
     device: np.ndarray      # int64[J], device index of the current/last run, -2 mixed, -1 never
     qpos: np.ndarray        # int64[J], slot in run.queue while queued, -1 otherwise
-    worker_node: np.ndarray  # int64[J, Wmax], -1 padding
-    worker_gpu: np.ndarray   # int64[J, Wmax], -1 padding / CPU worker
+    worker_node: np.ndarray  # int64[J, Wmax x max_copies], copy c in [c W, (c+1) W), -1 padding
+    worker_gpu: np.ndarray   # int64[J, Wmax x max_copies], -1 padding / CPU worker
+    n_copies: np.ndarray     # int64[J], copies of the current/last run (1 unless forked, M4)
 
 
 class NodeState(NamedTuple):
@@ -144,7 +147,7 @@ class RunState(NamedTuple):
     service: np.ndarray    # float64[U], per-user worker-seconds held
     busy: np.ndarray       # float64[C], busy GPUs / cores per device type now
     busy_time: np.ndarray  # float64[C], integral of busy over time
-    seg_i: np.ndarray      # int64[S, 3], job, device (-2 mixed), first node of each finished run
+    seg_i: np.ndarray      # int64[S, 4], job, device (-2 mixed), first node, GPUs held (all copies)
     seg_f: np.ndarray      # float64[S, 2], start, end of each finished run
     out_done: np.ndarray   # int64[J + 1], jobs completed at the last instant
     out_grace: np.ndarray  # int64[J + 1], jobs whose grace ended at the last instant
@@ -153,6 +156,8 @@ class RunState(NamedTuple):
     scr_i: np.ndarray      # int64[3, N], placement scratch (slots, take, order)
     scr_f: np.ndarray      # float64[2, N], placement-check scratch (cores, memory per node)
     qtmp: np.ndarray       # int64[J + 1], queue compaction scratch
+    node_busy: np.ndarray  # float64[N], seconds with >= 1 busy GPU, closed intervals (CRU, M11)
+    node_since: np.ndarray  # float64[N], start of the open busy interval, -1 = idle
 
 
 class State(NamedTuple):
@@ -337,12 +342,24 @@ def build_params(scenario: Scenario, jobs: JobArrays, round_length: float | None
         scaling_exponent=float(o.scaling_exponent), topology_coeff=float(o.topology_coeff),
         network_distance=float(o.network_distance), idle_power=float(nodes.idle_w.sum()),
         policy=int(PlacementPolicy.of(o.placement)),
-        limit=-1 if o.max_preemptions is None else int(o.max_preemptions))
+        limit=-1 if o.max_preemptions is None else int(o.max_preemptions),
+        fork_sync=float(o.restart_delay if o.fork_sync_delay is None else o.fork_sync_delay),
+        max_copies=max_copies(o.max_copies, jobs, nodes))
     unit = np.ones(len(nodes.dev_is_cpu))
     for c in np.flatnonzero(nodes.dev_is_cpu):
         need = jobs.cpus_need[:, c][jobs.tput[:, c] > 0]
         unit[c] = float(need.min()) if len(need) else np.inf
     return Params(jobs=jobs, nodes=nodes, opts=opts, min_unit=unit)
+
+
+def max_copies(option: int | None, jobs: JobArrays, nodes: NodeArrays) -> int:
+    """Copies a forkable job may hold (M4): ``option``, else the number of GPU nodes when
+    some job is forkable, else 1 (so that workloads without forking keep their layout)."""
+    if option is not None:
+        return int(option)
+    if not bool(np.any(jobs.forkable)):
+        return 1
+    return max(1, int(np.count_nonzero(nodes.gpus > 0)))
 
 
 def new_state(params: Params) -> State:
@@ -352,6 +369,7 @@ def new_state(params: Params) -> State:
     n = len(nodes.dev)
     c = len(nodes.dev_is_cpu)
     wmax = int(jobs.workers.max())
+    slots = wmax * params.opts.max_copies
     nan = np.full(j, np.nan)
     job = JobState(
         status=np.zeros(j, dtype=np.int64),
@@ -368,8 +386,9 @@ def new_state(params: Params) -> State:
         n_restart=np.zeros(j, dtype=np.int64),
         device=np.full(j, -1, dtype=np.int64),
         qpos=np.full(j, -1, dtype=np.int64),
-        worker_node=np.full((j, wmax), -1, dtype=np.int64),
-        worker_gpu=np.full((j, wmax), -1, dtype=np.int64),
+        worker_node=np.full((j, slots), -1, dtype=np.int64),
+        worker_gpu=np.full((j, slots), -1, dtype=np.int64),
+        n_copies=np.ones(j, dtype=np.int64),
     )
     free_dev = np.zeros(c)
     for k in range(n):
@@ -392,7 +411,7 @@ def new_state(params: Params) -> State:
         running=np.empty(j + 1, dtype=np.int64),
         service=np.zeros(int(jobs.user.max()) + 1),
         busy=np.zeros(c), busy_time=np.zeros(c),
-        seg_i=np.zeros((2 * j + 16, 3), dtype=np.int64),
+        seg_i=np.zeros((2 * j + 16, 4), dtype=np.int64),
         seg_f=np.zeros((2 * j + 16, 2)),
         out_done=np.empty(j + 1, dtype=np.int64),
         out_grace=np.empty(j + 1, dtype=np.int64),
@@ -401,5 +420,7 @@ def new_state(params: Params) -> State:
         scr_i=np.zeros((3, n), dtype=np.int64),
         scr_f=np.zeros((2, n)),
         qtmp=np.empty(j + 1, dtype=np.int64),
+        node_busy=np.zeros(n),
+        node_since=np.full(n, -1.0),
     )
     return State(job=job, node=node, run=run)

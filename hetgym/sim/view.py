@@ -96,7 +96,7 @@ class CapacityModel:
     def give(self, job: int) -> None:
         """Give back (in this copy) the resources that running ``job`` holds."""
         sim = self._sim
-        w = int(sim.jobs.workers[job])
+        w = int(sim.jobs.workers[job] * sim.js.n_copies[job])
         K.alloc_nb(job, w, sim.js.worker_node[job, :w], sim.js.worker_gpu[job, :w], -1,
                    sim.jobs.cpus_need[job], sim.jobs.mem[job], sim.nodes, self.ns)
 
@@ -128,7 +128,9 @@ class View:
     (J x C), ``cpus_need`` (J x C), ``mem``, ``deadline``, ``weight``,
     ``grace``, ``comm``, ``forkable``, ``job_id``, ``holdable`` (J x C). Dynamic:
     ``status``, ``remaining``, ``rate``, ``n_preempt``, ``n_restart``, ``device``,
-    ``first_start``, ``worker_node``, ``worker_gpu``, ``exec_time``. Nodes:
+    ``first_start``, ``worker_node``, ``worker_gpu``, ``exec_time``, ``n_copies``
+    (copies of the current/last run of a forked job, copy c in worker slots
+    ``[c W, (c + 1) W)``; 1 otherwise). Nodes:
     ``node_device``, ``node_gpus``, ``node_cpus``, ``node_mem``, ``free_gpus``,
     ``free_cpus``, ``free_mem``, and ``free_dev`` (per device type: free GPUs, or
     free cores for ``cpu``).
@@ -145,7 +147,7 @@ class View:
         for name in jb._fields:
             setattr(self, name, _ro(getattr(jb, name)))
         for name in ("status", "remaining", "rate", "n_preempt", "n_restart", "device",
-                     "first_start", "worker_node", "worker_gpu", "exec_time"):
+                     "first_start", "worker_node", "worker_gpu", "exec_time", "n_copies"):
             setattr(self, name, _ro(getattr(js, name)))
         self.node_device = _ro(nd.dev)
         self.node_gpus = _ro(nd.gpus)
