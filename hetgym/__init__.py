@@ -12,7 +12,7 @@ from typing import Any
 
 from gymnasium.envs.registration import register as _register
 
-from hetgym.decisions import Placement, Preempt, Scheduler, SchedulingError, Start, Wait
+from hetgym.decisions import Move, Placement, Preempt, Scheduler, SchedulingError, Start, Wait
 from hetgym.devices import CATALOGUE, DeviceType, device_names
 from hetgym.specs import ClusterSpec, NodeSpec, Objective, PowerModel, Scenario, SimOptions
 
@@ -31,7 +31,7 @@ _SUBMODULES = {"scenarios", "traces", "envs", "sim", "metrics", "runner", "workl
 
 __all__ = [
     "ClusterSpec", "NodeSpec", "PowerModel", "SimOptions", "Objective", "Scenario",
-    "Workload", "WorkloadError", "simulate", "StalledRunWarning", "Result", "Start", "Preempt", "Wait",
+    "Workload", "WorkloadError", "simulate", "StalledRunWarning", "Result", "Start", "Preempt", "Move", "Wait",
     "Placement", "Scheduler", "SchedulingError", "DeviceType", "CATALOGUE", "device_names",
     "scenarios", "__version__",
 ]

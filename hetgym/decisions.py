@@ -17,7 +17,7 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.view import View
 
-__all__ = ["Placement", "Start", "Preempt", "Wait", "Decision", "Scheduler", "SchedulingError"]
+__all__ = ["Placement", "Start", "Preempt", "Move", "Wait", "Decision", "Scheduler", "SchedulingError"]
 
 
 class SchedulingError(ValueError):
@@ -74,11 +74,32 @@ class Preempt:
 
 
 @dataclass(frozen=True)
+class Move:
+    """Re-allocate running job ``job`` to ``placement`` in one instant.
+
+    The job gives back what it holds and runs on ``placement`` (checked against
+    the free resources plus its own) after the scenario's restart delay; the
+    progress since its last checkpoint is lost, as in a preemption with no grace
+    period. A move counts one restart and no preemption (the preemption limit and
+    any grace period do not apply; a grace period under way is cancelled). A move
+    to the job's current placement changes nothing (no delay), except that it
+    cancels a grace period. ``device`` (optional) asserts the placement's device type.
+    A list of placements moves a ``forkable`` job to that set of copies (see
+    :class:`Start`); with >= 2 copies it waits for the larger of the restart delay and
+    ``fork_sync_delay``.
+    """
+
+    job: int
+    placement: "Placement | Sequence[Placement]"
+    device: Union[str, int, None] = None
+
+
+@dataclass(frozen=True)
 class Wait:
     """Do nothing until the next event."""
 
 
-Decision = Union[Start, Preempt, Wait]
+Decision = Union[Start, Preempt, Move, Wait]
 
 
 @runtime_checkable

@@ -10,7 +10,7 @@ import numpy as np
 
 from hetgym.metrics import Result, gpu_util_series, job_table, summarize
 from hetgym.sim.engine import Simulator
-from hetgym.sim.state import ACC_ROUND
+from hetgym.sim.state import ACC_ROUND, ACC_WAKE
 from hetgym.specs import Scenario
 
 __all__ = ["simulate", "StalledRunWarning"]
@@ -31,6 +31,9 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
     ``decide(view)`` is called once and its decisions are applied in order.
     Instants at which no job waits are not decision points unless the scheduler
     sets ``call_when_queue_empty = True`` or asks for rounds (``round_length``).
+    A scheduler with a ``next_wakeup(view)`` method is asked after every decision
+    for a time at which it wants a decision point (a float later than now, or
+    ``None``); that instant is a decision point even if no job waits.
     A run ends ``stalled`` when jobs wait and no event can change that (with
     rounds: a round boundary at which nothing runs, nothing is left to arrive and
     the scheduler decides nothing); it then warns with a
@@ -54,6 +57,9 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
                     check_every_event=check_every_event)
     view = sim.view
     scheduler.reset(view)
+    wakeup = getattr(scheduler, "next_wakeup", None)
+    if wakeup is not None:
+        sim.set_wakeup(wakeup(view))
     times: list[float] = []
     bar = None
     if progress:
@@ -65,10 +71,11 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
     done_seen = 0
     every_event = bool(getattr(scheduler, "call_when_queue_empty", False) or round_length)
     while True:
-        next_round = float(sim.acc[ACC_ROUND])
+        timed = min(float(sim.acc[ACC_ROUND]), float(sim.acc[ACC_WAKE]))
         if not sim.advance():
             break
-        if not every_event and sim.n_queue == 0:
+        timer = sim.now >= timed  # a round boundary or a wake-up was reached
+        if not every_event and sim.n_queue == 0 and not timer:
             continue  # nothing waits: no decision to make (see Scheduler protocol)
         a = perf()
         decisions = scheduler.decide(view)
@@ -76,9 +83,10 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
         sim.decision_points += 1
         if decisions:
             sim.apply(decisions)
-        elif (round_length and sim.now >= next_round and sim.n_running == 0
-              and sim.next_arrival == sim.n_jobs):
-            break  # a round with an idle cluster changed nothing: every later one would too
+        elif timer and sim.n_running == 0 and sim.next_arrival == sim.n_jobs:
+            break  # a timed instant with an idle cluster changed nothing: every later one would too
+        if wakeup is not None:
+            sim.set_wakeup(wakeup(view))
         if bar is not None and sim.n_done != done_seen:
             bar.update(sim.n_done - done_seen)
             done_seen = sim.n_done

@@ -50,6 +50,13 @@ def default_topology(gpus: int, sockets: int) -> np.ndarray:
     return d
 
 
+def default_gpu_sockets(gpus: int, sockets: int) -> np.ndarray:
+    """Socket of each GPU of a server with ``gpus`` GPUs split evenly over ``sockets``
+    (the split :func:`default_topology` assumes)."""
+    per_socket = max(1, -(-gpus // max(1, sockets)))
+    return np.arange(gpus, dtype=np.int64) // per_socket
+
+
 @dataclass(frozen=True)
 class PowerModel:
     """Node power: ``idle_w`` while on, plus ``gpu_active_w`` per busy GPU and
@@ -119,6 +126,10 @@ class NodeSpec:
         if self.topology is not None:
             return np.asarray(self.topology, dtype=np.float64)
         return default_topology(self.gpus, self.sockets)
+
+    def socket_map(self) -> np.ndarray:
+        """int64[gpus]: CPU socket of each GPU (an even split over ``sockets``)."""
+        return default_gpu_sockets(self.gpus, self.sockets)
 
     def power_w(self) -> tuple[float, float, float]:
         """(idle W of the node, W per busy GPU, W per busy core)."""

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hetgym.decisions import Placement, Preempt, SchedulingError, Start, Wait
+from hetgym.decisions import Move, Placement, Preempt, SchedulingError, Start, Wait
 
 __all__ = ["simulate", "RefResult", "RefSim", "RefView", "RefCapacity", "place", "slots_on_node"]
 
@@ -69,6 +69,8 @@ class RNode:
     idle_w: float
     gpu_w: float
     core_w: float
+    socket: list = field(default_factory=list)  # CPU socket of each GPU
+    sockets: int = 1
     free_gpus: int = 0
     free_cpus: float = 0.0
     free_mem: float = 0.0
@@ -104,6 +106,7 @@ class RJob:
     first_start: float = math.nan
     end: float = math.nan
     exec_time: float = 0.0
+    attained: float = 0.0  # worker-seconds held in finished runs
     n_preempt: int = 0
     n_restart: int = 0
     device: int = -1  # -1 never ran, -2 mixed
@@ -234,6 +237,12 @@ def job_rate(job: RJob, alloc: list[tuple[int, int]], nodes: list[RNode], expone
     return rate
 
 
+def _even_sockets(gpus: int, sockets: int) -> list[int]:
+    """GPUs split evenly over the sockets, in order (e.g. 4 GPUs, 2 sockets: 0, 0, 1, 1)."""
+    per = max(1, math.ceil(gpus / max(1, sockets)))
+    return [g // per for g in range(gpus)]
+
+
 # -------------------------------------------------------------------- simulator
 class RefSim:
     """State of one reference run."""
@@ -252,6 +261,8 @@ class RefSim:
                     name=f"{spec.name}-{i}", device=self.devices.index(spec.device),
                     is_cpu=spec.gpu_type is None, gpus=int(spec.gpus), cpus=float(spec.cpus),
                     mem=float(spec.mem_gb), dist=dist, idle_w=idle, gpu_w=gw, core_w=cw,
+                    socket=_even_sockets(int(spec.gpus), int(spec.sockets)),
+                    sockets=max(1, int(spec.sockets)),
                     free_gpus=int(spec.gpus), free_cpus=float(spec.cpus), free_mem=float(spec.mem_gb),
                     owner=[-1] * int(spec.gpus)))
         fr = scenario.workload.frame
@@ -279,6 +290,7 @@ class RefSim:
         self.next_arrival = 0
         self.round_length = round_length
         self.next_round = round_length if round_length else math.inf
+        self.wakeup = math.inf  # the scheduler's next wake-up
         self.rng = np.random.default_rng(seed)
         self.energy_j = 0.0
         self.busy_time = {d: 0.0 for d in self.devices}
@@ -309,8 +321,10 @@ class RefSim:
             times.append(job.finish)
             if job.status == GRACE:
                 times.append(job.grace_end)
-        if self.round_length and (self.running or self.queue):
-            times.append(self.next_round)
+        if self.running or self.queue:
+            if self.round_length:
+                times.append(self.next_round)
+            times.append(self.wakeup)
         return min(times)
 
     def _power_and_busy(self) -> tuple[float, dict[str, float]]:
@@ -380,6 +394,8 @@ class RefSim:
                     job.finish = job.resume_at + job.remaining / job.rate
         while self.next_round <= t:
             self.next_round += self.round_length
+        if self.wakeup <= t:
+            self.wakeup = math.inf
         self.events += 1
         return True
 
@@ -390,6 +406,8 @@ class RefSim:
                 self.start(d.job, d.device, d.placement)
             elif isinstance(d, Preempt):
                 self.preempt(d.job)
+            elif isinstance(d, Move):
+                self.move(d.job, d.placement)
             elif isinstance(d, Wait):
                 pass
             else:
@@ -426,41 +444,72 @@ class RefSim:
                 raise SchedulingError(f"Start: job {j} does not fit on {self.devices[dev]}")
         else:
             parts = [placement] if isinstance(placement, Placement) else list(placement)
-            self._check_copies(job, parts)
-            alloc = []
-            for p in parts:
-                part = list(zip([int(x) for x in p.nodes], [int(x) for x in p.gpus]))
-                self._check_explicit(job, alloc + part, len(part))
-                alloc += part
+            alloc = self._check_parts(job, parts)
             devs = {nodes[n].device for n, _ in alloc}
             dev = devs.pop() if len(devs) == 1 else -2
-        # take the resources
-        for n, g in alloc:
-            node = nodes[n]
-            node.free_cpus -= job.cpus_need[node.device]
-            node.free_mem -= job.mem
-            if g >= 0:
-                node.free_gpus -= 1
-                node.owner[g] = j
-        job.alloc = alloc
-        w = job.workers
-        job.copies = len(alloc) // w
-        job.rate = sum(job_rate(job, alloc[c * w:(c + 1) * w], nodes, self.options.scaling_exponent,
-                                self.options.topology_coeff, self.options.network_distance)
-                       for c in range(job.copies))
-        delay = self.fork_sync if job.copies >= 2 else 0.0
+        delay = self.fork_sync if len(alloc) >= 2 * job.workers else 0.0
         if math.isnan(job.first_start):
             job.first_start = self.now
             job.resume_at = self.now + delay
         else:
             job.n_restart += 1
             job.resume_at = self.now + max(self.options.restart_delay, delay)
+        self.queue.remove(j)
+        self._take(j, alloc, dev)
+
+    def _take(self, j: int, alloc: list[tuple[int, int]], dev: int) -> None:
+        """Take the resources of ``alloc`` (copies in order) and run job ``j`` on them
+        (resume_at already set); the rate is the sum of the copies' rates."""
+        job = self.jobs[j]
+        nodes = self.nodes
+        self._book(job, alloc, +1)
+        job.alloc = alloc
+        w = job.workers
+        job.copies = len(alloc) // w
+        job.rate = sum(job_rate(job, alloc[c * w:(c + 1) * w], nodes, self.options.scaling_exponent,
+                                self.options.topology_coeff, self.options.network_distance)
+                       for c in range(job.copies))
         job.finish = job.resume_at + job.remaining / job.rate
         job.run_start = self.now
         job.device = dev
         job.status = RUNNING
-        self.queue.remove(j)
         self.running.append(j)
+
+    def move(self, j: int, placement: Any) -> None:
+        """Re-allocate a running job (or one in its grace period): see ``hetgym.decisions.Move``."""
+        j = int(j)
+        if not 0 <= j < len(self.jobs) or self.jobs[j].status not in (RUNNING, GRACE):
+            raise SchedulingError(f"Move: job {j} is not RUNNING")
+        job = self.jobs[j]
+        parts = [placement] if isinstance(placement, Placement) else list(placement)
+        alloc = [(int(n), int(g)) for p in parts for n, g in zip(p.nodes, p.gpus)]
+        if sorted(alloc) == sorted(job.alloc):
+            job.status = RUNNING
+            job.grace_end = math.inf
+            return
+        self._book(job, job.alloc, -1)  # check against the free resources plus the job's own
+        try:
+            self._check_parts(job, parts)
+        finally:
+            self._book(job, job.alloc, +1)  # taken back; the move below releases them for good
+        self._lose_since_checkpoint(job)
+        self._release(j)
+        job.n_restart += 1
+        delay = self.fork_sync if len(alloc) >= 2 * job.workers else 0.0
+        job.resume_at = self.now + max(self.options.restart_delay, delay)
+        devs = {self.nodes[n].device for n, _ in alloc}
+        self._take(j, alloc, devs.pop() if len(devs) == 1 else -2)
+
+    def _check_parts(self, job: RJob, parts: list) -> list[tuple[int, int]]:
+        """Check a placement or a list of copies against the free resources; returns the
+        workers of all copies in order."""
+        self._check_copies(job, parts)
+        alloc: list[tuple[int, int]] = []
+        for p in parts:
+            part = list(zip([int(x) for x in p.nodes], [int(x) for x in p.gpus]))
+            self._check_explicit(job, alloc + part, len(part))
+            alloc += part
+        return alloc
 
     def _check_copies(self, job: RJob, parts: list) -> None:
         """Copies (forking): >1 only for a forkable job, at most max_copies, each a full
@@ -531,30 +580,39 @@ class RefSim:
         else:
             self._suspend(j, lose_progress=True)
 
+    def _book(self, job: RJob, alloc: list[tuple[int, int]], sign: int) -> None:
+        """Take (sign +1) or give back (-1) the resources of ``alloc`` for ``job``."""
+        for n, g in alloc:
+            node = self.nodes[n]
+            node.free_cpus -= sign * job.cpus_need[node.device]
+            node.free_mem -= sign * job.mem
+            if g >= 0:
+                node.free_gpus -= sign
+                node.owner[g] = job.index if sign > 0 else -1
+
     def _release(self, j: int) -> None:
         job = self.jobs[j]
-        for n, g in job.alloc:
-            node = self.nodes[n]
-            node.free_cpus += job.cpus_need[node.device]
-            node.free_mem += job.mem
-            if g >= 0:
-                node.free_gpus += 1
-                node.owner[g] = -1
+        self._book(job, job.alloc, -1)
         self.segments.append((j, job.run_start, self.now, job.device))
         self.segment_gpus.append(sum(1 for _, g in job.alloc if g >= 0))
         job.exec_time += self.now - job.run_start
+        job.attained += len(job.alloc) * (self.now - job.run_start)
         job.rate = 0.0
         job.finish = math.inf
         job.grace_end = math.inf
         self.running.remove(j)
 
-    def _suspend(self, j: int, lose_progress: bool) -> None:
-        job = self.jobs[j]
+    def _lose_since_checkpoint(self, job: RJob) -> None:
         interval = self.options.checkpoint_interval
-        if lose_progress and interval > 0:
+        if interval > 0:
             progressed = max(0.0, self.now - job.resume_at)
             lost = math.fmod(progressed, interval) * job.rate
             job.remaining = min(job.work, job.remaining + lost)
+
+    def _suspend(self, j: int, lose_progress: bool) -> None:
+        job = self.jobs[j]
+        if lose_progress:
+            self._lose_since_checkpoint(job)
         self._release(j)
         job.status = QUEUED
         self.queue.insert(0, j)
@@ -701,6 +759,55 @@ class RefView:
     first_start = property(lambda self: self._jobs("first_start", np.float64))
     exec_time = property(lambda self: self._jobs("exec_time", np.float64))
     n_copies = property(lambda self: self._jobs("copies", np.int64))
+    run_start = property(lambda self: self._jobs("run_start", np.float64))
+
+    def attained_service(self, job: int | None = None) -> Any:
+        """Worker-seconds held, the current run included."""
+        sim = self._sim
+        out = [j.attained + (len(j.alloc) * (sim.now - j.run_start)
+                             if j.status in (RUNNING, GRACE) else 0.0) for j in sim.jobs]
+        return float(out[int(job)]) if job is not None else _ro(out, np.float64)
+
+    @property
+    def restart_delay(self) -> float:
+        return float(self.options.restart_delay)
+
+    @property
+    def at_round_boundary(self) -> bool:
+        L = self._sim.round_length
+        if not L:
+            return False
+        return abs(self.now - round(self.now / L) * L) <= 1e-9 * L
+
+    @property
+    def round_index(self) -> int:
+        L = self._sim.round_length
+        if not L:
+            return -1
+        return int(round(self.now / L)) if self.at_round_boundary else int(self.now // L)
+
+    def jobs_on_node(self, node: int) -> np.ndarray:
+        sim = self._sim
+        return _ro([j for j in sim.running if any(n == node for n, _ in sim.jobs[j].alloc)],
+                   np.int64)
+
+    def rate_of(self, job: int, placement: Any) -> float:
+        sim = self._sim
+        parts = [placement] if isinstance(placement, Placement) else list(placement)
+        return sum(job_rate(sim.jobs[int(job)],
+                            list(zip([int(x) for x in p.nodes], [int(x) for x in p.gpus])),
+                            sim.nodes, sim.options.scaling_exponent, sim.options.topology_coeff,
+                            sim.options.network_distance) for p in parts)
+
+    @property
+    def node_socket_of_gpu(self) -> np.ndarray:
+        nodes = self._sim.nodes
+        g = max(1, max(n.gpus for n in nodes))
+        return _ro([n.socket + [-1] * (g - n.gpus) for n in nodes], np.int64)
+
+    @property
+    def node_sockets(self) -> np.ndarray:
+        return _ro([n.sockets for n in self._sim.nodes], np.int64)
 
     def _workers_table(self, which: int) -> np.ndarray:
         out = [[-1] * self._wmax for _ in self._sim.jobs]
@@ -845,21 +952,32 @@ def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -
     sim = RefSim(scenario, seed=seed, round_length=round_length)
     every_instant = bool(getattr(scheduler, "call_when_queue_empty", False) or round_length)
     scheduler.reset(sim.view)
+    wakeup = getattr(scheduler, "next_wakeup", None)
+
+    def ask_wakeup() -> None:
+        if wakeup is not None:
+            t = wakeup(sim.view)
+            if t is not None and not t > sim.now:
+                raise SchedulingError(f"next_wakeup returned {t} at t={sim.now}")
+            sim.wakeup = math.inf if t is None else float(t)
+
+    ask_wakeup()
     while True:
-        round_due = sim.next_round
+        timed_due = min(sim.next_round, sim.wakeup)
         if not sim.step():
             break
         if check:
             sim.check()
-        if not sim.queue and not every_instant:
+        timed = sim.now >= timed_due
+        if not sim.queue and not every_instant and not timed:
             continue
         decisions = scheduler.decide(sim.view)
         sim.decision_points += 1
         if decisions:
             sim.apply(decisions)
-        elif (round_length and sim.now >= round_due and not sim.running
-              and sim.next_arrival == len(sim.jobs)):
-            break  # a round on an idle cluster with nothing to arrive changed nothing: stalled
+        elif timed and not sim.running and sim.next_arrival == len(sim.jobs):
+            break  # a timed instant on an idle cluster with nothing to arrive changed nothing
+        ask_wakeup()
         if check:
             sim.check()
     names = {i: d for i, d in enumerate(sim.devices)}

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from hetgym.decisions import Decision, Placement, Preempt, SchedulingError, Start, Wait
+from hetgym.decisions import Decision, Move, Placement, Preempt, SchedulingError, Start, Wait
 from hetgym.sim import events as E
 from hetgym.sim import kernels as K
 from hetgym.sim.codes import JobStatus
@@ -24,6 +24,7 @@ from hetgym.sim.state import (
     ACC_ENERGY,
     ACC_NOW,
     ACC_POWER,
+    ACC_WAKE,
     CTR_ARR,
     CTR_DONE,
     CTR_ERR,
@@ -105,10 +106,16 @@ class Simulator:
         e = self._entries.get(name)
         if e is None:
             run = self.state.run
-            lead = {"step_nb": (), "start_nb": (0, 1, run.out_node, run.out_gpu),
+            placed = (0, 1, run.out_node, run.out_gpu)
+            lead = {"step_nb": (), "start_nb": placed, "move_nb": placed,
                     "place_start_nb": (0, 0), "suspend_nb": (0, True)}[name]
             e = self._entries[name] = self._binder.entry(getattr(E, name), *lead)
         return e
+
+    def workload_column(self, name: str) -> np.ndarray:
+        """A column of the workload table for the simulated jobs, in job order."""
+        col = self.scenario.workload.frame[name].to_numpy()
+        return col if self.rows is None else col[self.rows]
 
     # ------------------------------------------------------------- counters
     @property
@@ -224,10 +231,13 @@ class Simulator:
                 self.start(d.job, d.device, d.placement)
             elif isinstance(d, Preempt):
                 self.preempt(d.job)
+            elif isinstance(d, Move):
+                self.move(d.job, d.placement, d.device)
             elif isinstance(d, Wait):
                 continue
             else:
-                raise SchedulingError(f"unknown decision {d!r}; expected Start, Preempt or Wait")
+                raise SchedulingError(
+                    f"unknown decision {d!r}; expected Start, Preempt, Move or Wait")
 
     def device_index(self, device: str | int | None) -> int:
         """Index of a device key or index in this scenario's device types."""
@@ -279,6 +289,34 @@ class Simulator:
         return Placement(np.concatenate([np.asarray(p.nodes, dtype=np.int64) for p in parts]),
                          np.concatenate([np.asarray(p.gpus, dtype=np.int64) for p in parts]))
 
+    def _placement_arrays(self, what: str, job: int, device: str | int | None,
+                          placement: Placement | Sequence[Placement]
+                          ) -> tuple[int, np.ndarray, np.ndarray]:
+        """Check an explicit placement's shape (one worker per entry of the job's gang, all on
+        ``device`` if given) and return ``(W, nodes, gpus)`` as the kernels take them. A list
+        of placements is a forkable job's copies (:meth:`copies`); W is then the gang size
+        times the number of copies."""
+        w = int(self.jobs.workers[job])
+        if not isinstance(placement, Placement):
+            parts = list(placement)
+            placement = self.copies(job, parts, what)
+            if len(parts) > 1:
+                w = len(placement)  # copies checked by copies(): W x number of copies
+        if len(placement) != w:
+            raise SchedulingError(f"{what}: job {job} has {w} workers, placement has {len(placement)}")
+        nodes = np.ascontiguousarray(placement.nodes, dtype=np.int64)
+        gpus = np.ascontiguousarray(placement.gpus, dtype=np.int64)
+        if device is not None:
+            dev = self.device_index(device)
+            nd = self.nodes
+            inside = w == 0 or (nodes.min() >= 0 and nodes.max() < len(nd.dev))
+            if inside and not (nd.dev[nodes] == dev).all():
+                on = set(nd.dev[nodes].tolist())
+                raise SchedulingError(
+                    f"{what}: job {job} asks for {self.devices[dev]} but its placement is on "
+                    f"{sorted(self.devices[d] for d in on)} (give device=None for a mixed allocation)")
+        return w, nodes, gpus
+
     def start(self, job: int, device: str | int | None = None,
               placement: Placement | Sequence[Placement] | None = None) -> None:
         """Start a queued job on ``device`` (default placement) or on ``placement``
@@ -286,16 +324,13 @@ class Simulator:
         job = int(job)
         if not 0 <= job < self.n_jobs:
             raise SchedulingError(f"Start: job index {job} out of range 0..{self.n_jobs - 1}")
-        js, jb, nd = self.js, self.jobs, self.nodes
+        js, jb = self.js, self.jobs
         if js.status[job] != QUEUED:
             raise SchedulingError(
                 f"Start: job {job} (job_id={jb.job_id[job]}) is "
                 f"{JobStatus(js.status[job]).name}, not QUEUED"
             )
         w = int(jb.workers[job])
-        if placement is not None and not isinstance(placement, Placement):
-            placement = self.copies(job, placement)
-            w = len(placement)  # validated copies: W x number of copies
         if placement is None:
             if device is None:
                 raise SchedulingError(f"Start: job {job} needs a device or a placement")
@@ -311,21 +346,42 @@ class Simulator:
             if code:
                 raise SchedulingError(f"Start: job {job} could not start: {self._REASONS[code]}")
             return
-        if len(placement) != w:
-            raise SchedulingError(f"Start: job {job} has {w} workers, placement has {len(placement)}")
-        nodes = np.ascontiguousarray(placement.nodes, dtype=np.int64)
-        gpus = np.ascontiguousarray(placement.gpus, dtype=np.int64)
-        if device is not None:
-            dev = self.device_index(device)
-            inside = w == 0 or (nodes.min() >= 0 and nodes.max() < len(nd.dev))
-            if inside and not (nd.dev[nodes] == dev).all():
-                on = set(nd.dev[nodes].tolist())
-                raise SchedulingError(
-                    f"Start: job {job} asks for {self.devices[dev]} but its placement is on "
-                    f"{sorted(self.devices[d] for d in on)} (give device=None for a mixed allocation)")
+        w, nodes, gpus = self._placement_arrays("Start", job, device, placement)
         code = self._kernel("start_nb")(job, w, nodes, gpus, self.params, self.state)
         if code:
             raise SchedulingError(f"Start: placement of job {job} is invalid: {self._REASONS[code]}")
+
+    def move(self, job: int, placement: Placement | Sequence[Placement],
+             device: str | int | None = None) -> None:
+        """Re-allocate a running job (or one in its grace period) to ``placement`` at once
+        (see :class:`~hetgym.decisions.Move`; a list of placements = copies, M4)."""
+        job = int(job)
+        js = self.js
+        if not 0 <= job < self.n_jobs or js.status[job] not in (RUNNING, GRACE):
+            st = JobStatus(js.status[job]).name if 0 <= job < self.n_jobs else "out of range"
+            raise SchedulingError(f"Move: job {job} is {st}, not RUNNING")
+        if not isinstance(placement, (Placement, list, tuple)):
+            raise SchedulingError(f"Move: job {job} needs a Placement or a list of them, "
+                                  f"got {placement!r}")
+        w, nodes, gpus = self._placement_arrays("Move", job, device, placement)
+        if self.ctr[CTR_SEG] + 1 > self.state.run.seg_i.shape[0]:
+            self.grow_segments()
+        code = self._kernel("move_nb")(job, w, nodes, gpus, self.params, self.state)
+        if code:
+            raise SchedulingError(f"Move: placement of job {job} is invalid: {self._REASONS[code]}")
+
+    def set_wakeup(self, t: float | None) -> None:
+        """Ask for a decision point at time ``t`` (``None``: none). A wake-up is an event
+        instant at which nothing but time changes; it is forgotten once reached."""
+        if t is None:
+            self.acc[ACC_WAKE] = np.inf
+            return
+        t = float(t)
+        if not t > self.now:
+            raise SchedulingError(
+                f"next_wakeup returned {t!r} at t={self.now!r}; expected a time later than now "
+                "or None")
+        self.acc[ACC_WAKE] = t
 
     def preempt(self, job: int) -> None:
         """Preempt a running job: grace period first, or suspend at once if it is 0."""

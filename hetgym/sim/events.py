@@ -4,8 +4,8 @@ Every kernel takes ``P`` (:class:`~hetgym.sim.state.Params`) and ``S``
 (:class:`~hetgym.sim.state.State`) whole. ``step_nb`` processes every event of
 the next instant (completions, grace ends, arrivals, round boundary) and is the
 one step function that both :func:`hetgym.simulate` and ``HetCluster-v0`` drive;
-``start_nb`` / ``place_start_nb`` validate and start a job; ``release_nb`` gives
-a job's resources back; ``admit_nb`` is the greedy admission of FIFO-like
+``start_nb`` / ``place_start_nb`` validate and start a job; ``move_nb``
+re-allocates a running job in one instant; ``release_nb`` gives a job's resources back; ``admit_nb`` is the greedy admission of FIFO-like
 baselines. They compose the small kernels of :mod:`hetgym.sim.kernels` and
 follow the same rules (pure, no RNG or I/O).
 
@@ -34,6 +34,7 @@ from hetgym.sim.state import (
     ACC_NOW,
     ACC_POWER,
     ACC_ROUND,
+    ACC_WAKE,
     CTR_ARR,
     CTR_DONE,
     CTR_ERR,
@@ -45,9 +46,9 @@ from hetgym.sim.state import (
 
 #: Return codes of :func:`step_nb`.
 STEP_MOVED, STEP_NONE, STEP_WORK_LEFT, STEP_TIME_BACK, STEP_LOG_FULL = 1, 0, -1, -2, -3
-#: Return codes of :func:`start_nb` / :func:`place_start_nb` besides those of
-#: :func:`~hetgym.sim.kernels.check_placement_nb` (1-6).
-START_OK, START_NOT_QUEUED, START_TPUT_ZERO, START_NO_ROOM = 0, 7, 8, 9
+#: Return codes of :func:`start_nb` / :func:`place_start_nb` / :func:`move_nb` besides
+#: those of :func:`~hetgym.sim.kernels.check_placement_nb` (1-6).
+START_OK, START_NOT_QUEUED, START_TPUT_ZERO, START_NO_ROOM, START_NOT_RUNNING = 0, 7, 8, 9, 10
 
 
 @njit(cache=True, inline="always")
@@ -106,6 +107,7 @@ def release_nb(job, P, S):
     power_busy_nb(w, wn, wg, -1, jobs.cpus_need[job], nodes, run)
     node_busy_nb(w, wn, nodes, S.node, run, now)
     js.exec_time[job] += now - js.run_start[job]
+    js.attained[job] += w * (now - js.run_start[job])
     k = run.ctr[CTR_SEG]
     run.seg_i[k, 0] = job
     run.seg_i[k, 1] = js.device[job]
@@ -124,19 +126,28 @@ def release_nb(job, P, S):
     _running_remove_nb(run, job)
 
 
-@njit(cache=True)
-def suspend_nb(job, lose_progress, P, S):
-    """Suspend a running job to the head of the queue, its progress kept; with
-    ``lose_progress`` and a checkpoint interval, the progress since the last checkpoint
-    of this run (``fmod(now - resume_at, ckpt) * rate``) is lost (preemption with no
-    grace period)."""
-    js, run = S.job, S.run
+@njit(cache=True, inline="always")
+def checkpoint_loss_nb(job, P, S):
+    """Lose the progress made since the last checkpoint of this run
+    (``fmod(now - resume_at, ckpt) * rate``): the rule of a preemption with no grace
+    period and of a move. No loss without a checkpoint interval."""
+    js = S.job
     ckpt = P.opts.ckpt
-    if lose_progress and ckpt > 0.0:
-        progressed = run.acc[ACC_NOW] - js.resume_at[job]
+    if ckpt > 0.0:
+        progressed = S.run.acc[ACC_NOW] - js.resume_at[job]
         if progressed > 0.0:
             lost = np.fmod(progressed, ckpt) * js.rate[job]
             js.remaining[job] = min(P.jobs.work[job], js.remaining[job] + lost)
+
+
+@njit(cache=True)
+def suspend_nb(job, lose_progress, P, S):
+    """Suspend a running job to the head of the queue, its progress kept; with
+    ``lose_progress`` the progress since the last checkpoint is lost
+    (:func:`checkpoint_loss_nb`; preemption with no grace period)."""
+    js, run = S.job, S.run
+    if lose_progress:
+        checkpoint_loss_nb(job, P, S)
     release_nb(job, P, S)
     js.status[job] = QUEUED
     queue_push_front_nb(run, js.qpos, job)
@@ -145,8 +156,8 @@ def suspend_nb(job, lose_progress, P, S):
 @njit(cache=True)
 def next_event_nb(P, S):
     """Time of the next event (``inf`` if none): the next arrival, the earliest
-    projected finish or grace end of a running job, and the next round boundary
-    while a job runs or waits."""
+    projected finish or grace end of a running job, and, while a job runs or waits,
+    the next round boundary and the scheduler's wake-up."""
     run, js = S.run, S.job
     ctr = run.ctr
     arrival = P.jobs.arrival
@@ -160,8 +171,11 @@ def next_event_nb(P, S):
             t = finish[j]
         if status[j] == GRACE and grace_end[j] < t:
             t = grace_end[j]
-    if P.opts.round_len > 0.0 and (ctr[CTR_RUN] > 0 or ctr[CTR_Q] > 0) and run.acc[ACC_ROUND] < t:
-        t = run.acc[ACC_ROUND]
+    if ctr[CTR_RUN] > 0 or ctr[CTR_Q] > 0:
+        if P.opts.round_len > 0.0 and run.acc[ACC_ROUND] < t:
+            t = run.acc[ACC_ROUND]
+        if run.acc[ACC_WAKE] < t:
+            t = run.acc[ACC_WAKE]
     return t
 
 
@@ -170,7 +184,7 @@ def step_nb(P, S):
     """Jump to the next event time and process every event there.
 
     Order at one instant: completions, grace ends (suspend, progress kept),
-    arrivals, round boundary. Returns ``(code, n_done, n_grace)`` with the jobs in
+    arrivals, round boundary, wake-up (a wake-up changes nothing but time). Returns ``(code, n_done, n_grace)`` with the jobs in
     ``run.out_done[:n_done]`` / ``run.out_grace[:n_grace]``; code
     ``STEP_MOVED``, ``STEP_NONE`` (no event within the horizon; time moved to
     the horizon if it is finite and later), ``STEP_WORK_LEFT`` (a job completed
@@ -246,8 +260,58 @@ def step_nb(P, S):
             fork_sync_nb(t, P, S)
         while acc[ACC_ROUND] <= t:
             acc[ACC_ROUND] += P.opts.round_len
+    if acc[ACC_WAKE] <= t:
+        acc[ACC_WAKE] = np.inf  # consumed; the scheduler asks again after deciding
     ctr[CTR_EV] += 1
     return STEP_MOVED, nd, ng
+
+
+@njit(cache=True, inline="always")
+def _check_nb(job, w, wnodes, wgpus, P, S):
+    """Validate a placement for ``job`` on the free resources; returns ``(code, dev)``
+    with ``dev`` the device type of every worker, or -2 for a mixed placement."""
+    jobs, nodes = P.jobs, P.nodes
+    code = check_placement_nb(w, wnodes, wgpus, jobs.cpus_need[job], jobs.mem[job], nodes, S.node,
+                              S.run.scr_f)
+    if code != 0:
+        return code, -1
+    dev = nodes.dev[wnodes[0]]
+    for i in range(w):
+        d = nodes.dev[wnodes[i]]
+        if jobs.tput[job, d] <= 0.0:
+            return START_TPUT_ZERO, -1
+        if d != dev:
+            dev = -2
+    return START_OK, dev
+
+
+@njit(cache=True, inline="always")
+def _occupy_nb(job, w, wnodes, wgpus, dev, P, S):
+    """Take a checked placement for ``job`` and run it from now (``resume_at`` set by the
+    caller): resources, power, worker slots, rate, projected finish, running list.
+    ``w`` = gang size x copies (forking, M4): copy c is ``wnodes[c W:(c + 1) W]`` and the
+    rate is the sum of the copies' rates."""
+    jobs, nodes, js, run = P.jobs, P.nodes, S.job, S.run
+    alloc_nb(job, w, wnodes, wgpus, 1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
+    power_busy_nb(w, wnodes, wgpus, 1, jobs.cpus_need[job], nodes, run)
+    node_busy_nb(w, wnodes, nodes, S.node, run, run.acc[ACC_NOW])
+    gang = jobs.workers[job]
+    k = w // gang
+    for i in range(w, gang * js.n_copies[job]):  # slots of copies the last run had
+        js.worker_node[job, i] = -1
+        js.worker_gpu[job, i] = -1
+    for i in range(w):
+        js.worker_node[job, i] = wnodes[i]
+        js.worker_gpu[job, i] = wgpus[i]
+    js.n_copies[job] = k
+    r = rate_copies_nb(gang, k, wnodes, wgpus, jobs.tput[job], jobs.comm[job], nodes, P.opts)
+    js.rate[job] = r
+    js.finish[job] = js.resume_at[job] + js.remaining[job] / r
+    js.run_start[job] = run.acc[ACC_NOW]
+    js.device[job] = dev
+    js.status[job] = RUNNING
+    run.running[run.ctr[CTR_RUN]] = job
+    run.ctr[CTR_RUN] += 1
 
 
 @njit(cache=True)
@@ -276,49 +340,82 @@ def start_nb(job, w, wnodes, wgpus, P, S):
     ``START_NOT_QUEUED`` or ``START_TPUT_ZERO`` (a worker on a device type where
     the job's throughput is 0).
     """
-    jobs, nodes, js, run = P.jobs, P.nodes, S.job, S.run
+    js, run = S.job, S.run
     if js.status[job] != QUEUED:
         return START_NOT_QUEUED
-    code = check_placement_nb(w, wnodes, wgpus, jobs.cpus_need[job], jobs.mem[job], nodes, S.node,
-                              run.scr_f)
-    if code != 0:
+    code, dev = _check_nb(job, w, wnodes, wgpus, P, S)
+    if code != START_OK:
         return code
-    dev = nodes.dev[wnodes[0]]
-    for i in range(w):
-        d = nodes.dev[wnodes[i]]
-        if jobs.tput[job, d] <= 0.0:
-            return START_TPUT_ZERO
-        if d != dev:
-            dev = -2
-    alloc_nb(job, w, wnodes, wgpus, 1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
-    power_busy_nb(w, wnodes, wgpus, 1, jobs.cpus_need[job], nodes, run)
-    gang = jobs.workers[job]
-    k = w // gang
-    for i in range(w, gang * js.n_copies[job]):  # slots of copies the last run had
-        js.worker_node[job, i] = -1
-        js.worker_gpu[job, i] = -1
-    for i in range(w):
-        js.worker_node[job, i] = wnodes[i]
-        js.worker_gpu[job, i] = wgpus[i]
-    js.n_copies[job] = k
-    r = rate_copies_nb(gang, k, wnodes, wgpus, jobs.tput[job], jobs.comm[job], nodes, P.opts)
     t = run.acc[ACC_NOW]
-    node_busy_nb(w, wnodes, nodes, S.node, run, t)
-    sync = P.opts.fork_sync if k >= 2 else 0.0
+    sync = P.opts.fork_sync if w >= 2 * P.jobs.workers[job] else 0.0
     if np.isnan(js.first_start[job]):
         js.first_start[job] = t
         js.resume_at[job] = t + sync
     else:
         js.n_restart[job] += 1
         js.resume_at[job] = t + max(P.opts.restart_delay, sync)
-    js.rate[job] = r
-    js.finish[job] = js.resume_at[job] + js.remaining[job] / r
-    js.run_start[job] = t
-    js.device[job] = dev
-    js.status[job] = RUNNING
     queue_remove_nb(run, js.qpos, job)
-    run.running[run.ctr[CTR_RUN]] = job
-    run.ctr[CTR_RUN] += 1
+    _occupy_nb(job, w, wnodes, wgpus, dev, P, S)
+    return START_OK
+
+
+@njit(cache=True, inline="always")
+def _same_placement_nb(job, w, wnodes, wgpus, P, S):
+    """Whether ``(wnodes, wgpus)`` is the job's current placement (all copies), as a
+    multiset of (node, GPU) pairs."""
+    js = S.job
+    if w != P.jobs.workers[job] * js.n_copies[job]:
+        return False
+    for i in range(w):
+        want = 0
+        have = 0
+        for k in range(w):
+            if wnodes[k] == wnodes[i] and wgpus[k] == wgpus[i]:
+                want += 1
+            if js.worker_node[job, k] == wnodes[i] and js.worker_gpu[job, k] == wgpus[i]:
+                have += 1
+        if want != have:
+            return False
+    return True
+
+
+@njit(cache=True)
+def move_nb(job, w, wnodes, wgpus, P, S):
+    """Re-allocate a running job (or one in its grace period) to a new placement in one
+    instant.
+
+    The placement is checked against the free resources plus the job's own. The
+    old run ends (segment logged), the progress since the last checkpoint is lost
+    (:func:`checkpoint_loss_nb`), and the job runs on the new placement after the
+    restart delay: one restart, no preemption, any grace period cancelled. A move
+    to the job's current placement only cancels a grace period (no delay, no loss).
+    ``w`` = gang size x copies (forking, M4); with >= 2 copies the job waits for the
+    larger of the restart delay and ``fork_sync``.
+    Returns ``START_OK``, ``START_NOT_RUNNING`` or a placement code of
+    :func:`start_nb` (then nothing changed).
+    """
+    jobs, nodes, js, run = P.jobs, P.nodes, S.job, S.run
+    st = js.status[job]
+    if st != RUNNING and st != GRACE:
+        return START_NOT_RUNNING
+    if _same_placement_nb(job, w, wnodes, wgpus, P, S):
+        js.status[job] = RUNNING
+        js.grace_end[job] = np.inf
+        return START_OK
+    ow = jobs.workers[job] * js.n_copies[job]
+    on = js.worker_node[job, :ow]
+    og = js.worker_gpu[job, :ow]
+    alloc_nb(job, ow, on, og, -1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
+    code, dev = _check_nb(job, w, wnodes, wgpus, P, S)
+    alloc_nb(job, ow, on, og, 1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
+    if code != START_OK:
+        return code
+    checkpoint_loss_nb(job, P, S)
+    release_nb(job, P, S)
+    js.n_restart[job] += 1
+    sync = P.opts.fork_sync if w >= 2 * jobs.workers[job] else 0.0
+    js.resume_at[job] = run.acc[ACC_NOW] + max(P.opts.restart_delay, sync)
+    _occupy_nb(job, w, wnodes, wgpus, dev, P, S)
     return START_OK
 
 

@@ -32,15 +32,16 @@ __all__ = ["NodeArrays", "JobArrays", "Options", "Params", "JobState", "NodeStat
            "State", "build_nodes", "build_jobs", "build_params", "new_state", "cut_window",
            "best_durations", "gang_fits", "max_copies", "node_names", "cluster_nodes",
            "CTR_ARR", "CTR_QHEAD", "CTR_QTAIL", "CTR_Q", "CTR_RUN", "CTR_DONE", "CTR_EV",
-           "CTR_ERR", "CTR_SEG", "ACC_NOW", "ACC_ENERGY", "ACC_POWER", "ACC_ROUND"]
+           "CTR_ERR", "CTR_SEG", "ACC_NOW", "ACC_ENERGY", "ACC_POWER", "ACC_ROUND", "ACC_WAKE"]
 
 # run.ctr (int64): next arrival, queue buffer head / tail, live queue length, running,
 # done, event instants, job of an error, segments logged
 CTR_ARR, CTR_QHEAD, CTR_QTAIL, CTR_Q, CTR_RUN, CTR_DONE, CTR_EV, CTR_ERR, CTR_SEG = range(9)
 N_CTR = 9
-# run.acc (float64): now, energy (J), active power above idle (W), next round boundary
-ACC_NOW, ACC_ENERGY, ACC_POWER, ACC_ROUND = range(4)
-N_ACC = 4
+# run.acc (float64): now, energy (J), active power above idle (W), next round boundary,
+# the scheduler's next wake-up (+inf if none)
+ACC_NOW, ACC_ENERGY, ACC_POWER, ACC_ROUND, ACC_WAKE = range(5)
+N_ACC = 5
 
 
 class NodeArrays(NamedTuple):
@@ -57,6 +58,8 @@ class NodeArrays(NamedTuple):
     dev_is_cpu: np.ndarray  # bool[C]
     dev_start: np.ndarray   # int64[C + 1], nodes of type c are by_dev[dev_start[c]:dev_start[c+1]]
     by_dev: np.ndarray      # int64[N], node indices grouped by device type (ascending in a group)
+    socket: np.ndarray      # int64[N, G], CPU socket of each GPU, -1 padding
+    sockets: np.ndarray     # int64[N], CPU sockets per node
 
 
 class JobArrays(NamedTuple):
@@ -124,6 +127,7 @@ class JobState(NamedTuple):
     qpos: np.ndarray        # int64[J], slot in run.queue while queued, -1 otherwise
     worker_node: np.ndarray  # int64[J, Wmax x max_copies], copy c in [c W, (c+1) W), -1 padding
     worker_gpu: np.ndarray   # int64[J, Wmax x max_copies], -1 padding / CPU worker
+    attained: np.ndarray     # float64[J], worker-seconds held in finished runs (every copy)
     n_copies: np.ndarray     # int64[J], copies of the current/last run (1 unless forked, M4)
 
 
@@ -195,9 +199,11 @@ def cluster_nodes(cluster: ClusterSpec) -> NodeArrays:
     n = len(spec_nodes)
     gmax = max(1, max(s.gpus for s in spec_nodes))
     dist = np.zeros((n, gmax, gmax))
+    socket = np.full((n, gmax), -1, dtype=np.int64)
     for k, s in enumerate(spec_nodes):
         if s.gpus:
             dist[k, : s.gpus, : s.gpus] = s.distance_matrix()
+            socket[k, : s.gpus] = s.socket_map()
     power = np.asarray([s.power_w() for s in spec_nodes], dtype=np.float64).reshape(n, 3)
     dev = np.asarray([devices.index(s.device) for s in spec_nodes], dtype=np.int64)
     by_dev = np.argsort(dev, kind="stable").astype(np.int64)
@@ -214,6 +220,8 @@ def cluster_nodes(cluster: ClusterSpec) -> NodeArrays:
         dev_is_cpu=np.asarray([d == "cpu" for d in devices], dtype=np.bool_),
         dev_start=dev_start,
         by_dev=by_dev,
+        socket=socket,
+        sockets=np.asarray([max(1, int(s.sockets)) for s in spec_nodes], dtype=np.int64),
     )
 
 
@@ -388,6 +396,7 @@ def new_state(params: Params) -> State:
         qpos=np.full(j, -1, dtype=np.int64),
         worker_node=np.full((j, slots), -1, dtype=np.int64),
         worker_gpu=np.full((j, slots), -1, dtype=np.int64),
+        attained=np.zeros(j),
         n_copies=np.ones(j, dtype=np.int64),
     )
     free_dev = np.zeros(c)
@@ -405,6 +414,7 @@ def new_state(params: Params) -> State:
     ctr[CTR_QHEAD] = ctr[CTR_QTAIL] = j + 1
     acc = np.zeros(N_ACC)
     acc[ACC_ROUND] = params.opts.round_len if params.opts.round_len > 0 else np.inf
+    acc[ACC_WAKE] = np.inf
     run = RunState(
         ctr=ctr, acc=acc,
         queue=np.full(3 * (j + 1), -1, dtype=np.int64),

@@ -8,14 +8,14 @@ simulator's own placement kernel) before proposing them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from hetgym.decisions import Placement, Start
 from hetgym.sim import events as E
 from hetgym.sim import kernels as K
-from hetgym.sim.codes import GRACE
+from hetgym.sim.codes import GRACE, RUNNING
 from hetgym.sim.dispatch import entry
 from hetgym.sim.state import NodeState
 
@@ -147,7 +147,8 @@ class View:
         for name in jb._fields:
             setattr(self, name, _ro(getattr(jb, name)))
         for name in ("status", "remaining", "rate", "n_preempt", "n_restart", "device",
-                     "first_start", "worker_node", "worker_gpu", "exec_time", "n_copies"):
+                     "first_start", "worker_node", "worker_gpu", "exec_time", "run_start",
+                     "n_copies"):
             setattr(self, name, _ro(getattr(js, name)))
         self.node_device = _ro(nd.dev)
         self.node_gpus = _ro(nd.gpus)
@@ -158,6 +159,10 @@ class View:
         self.free_cpus = _ro(ns.free_cpus)
         self.free_mem = _ro(ns.free_mem)
         self.free_dev = _ro(ns.free_dev)
+        self.node_socket_of_gpu = _ro(nd.socket)
+        self.node_sockets = _ro(nd.sockets)
+        self.restart_delay = float(sim.params.opts.restart_delay)
+        self._type_ids: np.ndarray | None = None
         w = sim.js.worker_node.shape[1]
         self._adm = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty((0, w), np.int64),
                      np.empty((0, w), np.int64))
@@ -166,6 +171,77 @@ class View:
     def now(self) -> float:
         """Current simulated time (s)."""
         return self._sim.now
+
+    @property
+    def job_type_id(self) -> np.ndarray:
+        """int64[J]: dense ids of the workload's ``job_type`` column (first appearance order)."""
+        if self._type_ids is None:
+            col = self._sim.workload_column("job_type")
+            _, first, inv = np.unique(col, return_index=True, return_inverse=True)
+            rank = np.empty(len(first), dtype=np.int64)
+            rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+            self._type_ids = _ro(rank[inv].astype(np.int64))
+        return self._type_ids
+
+    def attained_service(self, job: int | None = None) -> float | np.ndarray:
+        """Worker-seconds (GPU-seconds on GPUs) held so far, the current run included: for
+        one ``job`` a float, else float64[J] (Tiresias' ``executed_time x num_gpu``)."""
+        s = self._sim
+        js = s.js
+        live = (js.status == RUNNING) | (js.status == GRACE)
+        held = np.where(live, (s.now - np.nan_to_num(js.run_start)) * s.jobs.workers * js.n_copies,
+                        0.0)
+        out = js.attained + held
+        return float(out[job]) if job is not None else out
+
+    @property
+    def at_round_boundary(self) -> bool:
+        """Whether now is a round boundary (a multiple of the round length, within 1e-9 of a
+        round); False when the scheduler has no rounds."""
+        L = self._sim.params.opts.round_len
+        if L <= 0:
+            return False
+        k = round(self.now / L)
+        return abs(self.now - k * L) <= 1e-9 * L
+
+    @property
+    def round_index(self) -> int:
+        """Index of the round under way (``floor(now / L)``, boundaries within 1e-9 of a round
+        count as the new round); -1 when the scheduler has no rounds."""
+        L = self._sim.params.opts.round_len
+        if L <= 0:
+            return -1
+        k = round(self.now / L)
+        return int(k) if abs(self.now - k * L) <= 1e-9 * L else int(self.now // L)
+
+    def jobs_on_node(self, node: int) -> np.ndarray:
+        """Jobs holding at least one worker on ``node`` (in start order)."""
+        s = self._sim
+        run = s.running_jobs()
+        if len(run) == 0:
+            return run
+        w = s.jobs.workers[run] * s.js.n_copies[run]
+        wn = s.js.worker_node[run]
+        mask = (wn == int(node)) & (np.arange(wn.shape[1])[None, :] < w[:, None])
+        return run[mask.any(axis=1)]
+
+    def rate_of(self, job: int, placement: Placement | Sequence[Placement]) -> float:
+        """Iterations/s that ``job`` would make on ``placement`` (the engine's own rate
+        function: slowest worker, scaling, topology); 0 if a worker's throughput is 0.
+        A list of placements = copies of a forked job: the sum of their rates (M4)."""
+        if not isinstance(placement, Placement):
+            return float(sum(self.rate_of(job, p) for p in placement))
+        s = self._sim
+        jb = s.jobs
+        n = np.ascontiguousarray(placement.nodes, dtype=np.int64)
+        g = np.ascontiguousarray(placement.gpus, dtype=np.int64)
+        if len(n) == 0 or len(g) != len(n):
+            raise ValueError(f"rate_of: job {job} needs a placement with one (node, GPU) per "
+                             f"worker, got {len(n)} nodes and {len(g)} GPUs")
+        nd = s.nodes
+        if n.min() < 0 or n.max() >= len(nd.dev) or (g >= nd.gpus[n]).any() or (g < -1).any():
+            raise ValueError(f"rate_of: placement of job {job} names a node or GPU out of range")
+        return float(K.rate_nb(len(n), n, g, jb.tput[job], jb.comm[job], s.nodes, s.params.opts))
 
     @property
     def pref(self) -> np.ndarray:

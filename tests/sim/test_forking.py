@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import hetgym
 from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
-from hetgym.decisions import Placement, Preempt, SchedulingError, Start
+from hetgym.decisions import Move, Placement, Preempt, SchedulingError, Start
 from hetgym.metrics import time_fraction_at_least
 from tests import reference_sim as R
 from tests.sim.test_reference_equivalence import (
@@ -44,6 +44,27 @@ class ForkingScheduler(RandomScheduler):
     GPU nodes that the job's other copies do not use."""
 
     p_fork: float = 0.7
+    p_move: float = 0.3
+
+    def _add_copies(self, view, cap, j, first, rng) -> list:
+        used = set(first.nodes.tolist())
+        copies = [first]
+        w = int(view.workers[j])
+        for n in range(len(view.node_device) if view.forkable[j] else 0):
+            dev = int(view.node_device[n])
+            if n in used or view.dev_is_cpu[dev] or view.tput[j, dev] <= 0:
+                continue
+            if rng.random() >= self.p_fork:
+                continue
+            free = [g for g in range(int(view.node_gpus[n])) if cap.gpu_owner[n, g] < 0]
+            if len(free) < w or cap.free_cpus[n] + 1e-9 < w * view.cpus_need[j, dev] \
+                    or cap.free_mem[n] + 1e-9 < w * view.mem[j]:
+                continue
+            pl = Placement.of([n] * w, free[:w])
+            cap.take(j, pl.nodes, pl.gpus)
+            copies.append(pl)
+            used.add(n)
+        return copies
 
     def decide(self, view) -> list:
         out = super().decide(view)
@@ -54,6 +75,11 @@ class ForkingScheduler(RandomScheduler):
             if isinstance(d, Preempt):
                 if view.grace[d.job] <= 0:
                     cap.give(d.job)
+                firsts.append(None)
+                continue
+            if isinstance(d, Move):  # the inner scheduler's own moves pass unchanged
+                cap.give(d.job)
+                cap.take(d.job, d.placement.nodes, d.placement.gpus)
                 firsts.append(None)
                 continue
             first = d.placement
@@ -69,24 +95,25 @@ class ForkingScheduler(RandomScheduler):
                 res.append(d)
                 continue
             j = d.job
-            used = set(first.nodes.tolist())
-            copies = [first]
-            w = int(view.workers[j])
-            for n in range(len(view.node_device) if view.forkable[j] else 0):
-                dev = int(view.node_device[n])
-                if n in used or view.dev_is_cpu[dev] or view.tput[j, dev] <= 0:
-                    continue
-                if rng.random() >= self.p_fork:
-                    continue
-                free = [g for g in range(int(view.node_gpus[n])) if cap.gpu_owner[n, g] < 0]
-                if len(free) < w or cap.free_cpus[n] + 1e-9 < w * view.cpus_need[j, dev] \
-                        or cap.free_mem[n] + 1e-9 < w * view.mem[j]:
-                    continue
-                pl = Placement.of([n] * w, free[:w])
-                cap.take(j, pl.nodes, pl.gpus)
-                copies.append(pl)
-                used.add(n)
+            copies = self._add_copies(view, cap, j, first, rng)
             res.append(Start(j, None, copies if len(copies) > 1 else first))
+        touched = {d.job for d in out}
+        for j in view.running.tolist():  # moves: keep the first copy, redraw the others
+            if j in touched or not view.forkable[j] or rng.random() >= self.p_move:
+                continue
+            w = int(view.workers[j])
+            first = Placement.of(view.worker_node[j, :w].tolist(), view.worker_gpu[j, :w].tolist())
+            k = int(view.n_copies[j])
+            for c in range(1, k):  # give back the other copies in the scratch state
+                sl = slice(c * w, (c + 1) * w)
+                for n, g in zip(view.worker_node[j, sl].tolist(), view.worker_gpu[j, sl].tolist()):
+                    dev = int(view.node_device[n])
+                    cap.free_gpus[n] += 1
+                    cap.gpu_owner[n, g] = -1
+                    cap.free_cpus[n] += view.cpus_need[j, dev]
+                    cap.free_mem[n] += view.mem[j]
+            copies = self._add_copies(view, cap, j, first, rng)
+            res.append(Move(j, copies if len(copies) > 1 else first))
         return res
 
 

@@ -40,7 +40,7 @@ import hetgym
 from baselines.classic import SRPT
 from baselines.parts import FastestFirst, FastestOnly
 from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
-from hetgym.decisions import Placement, Preempt, Start
+from hetgym.decisions import Move, Placement, Preempt, Start
 from tests import reference_sim as R
 
 SCALE = float(os.environ.get("HETGYM_REF_EXAMPLES", "1"))
@@ -168,7 +168,9 @@ class RandomScheduler:
     simulator's placement (device given as index or key) or with an explicit
     random placement over every device type where the job can run (a mixed
     allocation), and with ``live`` always starts something when nothing would hold
-    resources (without it, runs may end ``stalled``).
+    resources (without it, runs may end ``stalled``). With ``p_move`` it moves random
+    running jobs (grace periods included) to a random explicit placement, and with
+    ``p_wake`` it asks for random wake-ups (``next_wakeup``).
     """
 
     p_start: float = 0.6
@@ -179,9 +181,16 @@ class RandomScheduler:
     round_length: float | None = None
     call_when_queue_empty: bool = False
     live: bool = True
+    p_move: float = 0.0
+    p_wake: float = 0.0
 
     def reset(self, view) -> None:
         self.calls = 0
+
+    def next_wakeup(self, view):
+        if self.p_wake <= 0.0 or view.rng.random() >= self.p_wake:
+            return None
+        return view.now + float(view.rng.choice([0.5, 1.5, 3.0]))
 
     def _mixed(self, view, cap, j: int, rng) -> Placement | None:
         w = int(view.workers[j])
@@ -233,6 +242,15 @@ class RandomScheduler:
                     cap.give(j)
                     requeued.insert(0, j)
                     continue
+            elif self.p_move > 0.0 and rng.random() < self.p_move:
+                w = int(view.workers[j])
+                here = (view.worker_node[j, :w].copy(), view.worker_gpu[j, :w].copy())
+                cap.give(j)
+                pl = self._mixed(view, cap, j, rng)
+                if pl is None:
+                    cap.take(j, *here)
+                else:
+                    out.append(Move(j, pl))
             holding += 1
         cands = (requeued if self.restart_now else []) + view.queue.tolist()
         for j in cands:
@@ -274,6 +292,8 @@ class Recorder:
         self.inner = inner
         self.round_length = getattr(inner, "round_length", None)
         self.call_when_queue_empty = getattr(inner, "call_when_queue_empty", False)
+        if hasattr(inner, "next_wakeup"):
+            self.next_wakeup = inner.next_wakeup
         self.placements: dict[tuple[int, int], tuple] = {}
         self.trace: list[tuple[float, tuple, tuple, tuple]] = []
 
@@ -287,7 +307,8 @@ class Recorder:
             pl = tuple(zip(nodes[j, :w].tolist(), gpus[j, :w].tolist()))
             assert self.placements.setdefault((j, int(restarts[j])), pl) == pl
         self.trace.append((float(view.now), tuple(view.queue.tolist()),
-                           tuple(view.running.tolist()), tuple(view.user_service.tolist())))
+                           tuple(view.running.tolist()), tuple(view.user_service.tolist())
+                           + tuple(view.attained_service().tolist())))
         return self.inner.decide(view)
 
 
@@ -381,6 +402,19 @@ def test_random_decisions(sc: Scenario, seed: int, p_mixed: float, restart_now: 
                                     restart_now=restart_now, round_length=rounds,
                                     call_when_queue_empty=every, live=live),
         seed=seed)
+    assert_same(fast, ref, sc)
+
+
+@examples(60)
+@given(sc=scenarios(preempt=True, max_jobs=12), seed=st.integers(0, 2**16),
+       p_move=st.sampled_from([0.2, 0.5]), p_wake=st.sampled_from([0.0, 0.5, 1.0]),
+       rounds=st.sampled_from([None, None, 25.0]))
+def test_moves_and_wakeups(sc: Scenario, seed: int, p_move: float, p_wake: float, rounds) -> None:
+    """Random ``Move`` decisions (grace periods and checkpoint loss included) and random
+    wake-ups: same run on both simulators, attained service included."""
+    fast, ref = run_both(
+        sc, lambda: RandomScheduler(p_move=p_move, p_wake=p_wake, p_mixed=0.5,
+                                    round_length=rounds), seed=seed)
     assert_same(fast, ref, sc)
 
 
