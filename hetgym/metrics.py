@@ -257,7 +257,8 @@ def summarize(sim: "Simulator", jobs: pd.DataFrame | None = None,
     users = jb.user[done]
     out["jain_fairness"] = jain_index(_group_mean(np.nan_to_num(sd, nan=1.0), users)) if len(jct) else 1.0
     best = best_durations(jb)[done]
-    prog = _group_mean(best / jct, users) if len(jct) else np.zeros(0)
+    ok = np.isfinite(best)  # a job that only a mixed placement holds has no one-type best
+    prog = _group_mean(best[ok] / jct[ok], users[ok]) if ok.any() else np.zeros(0)
     out["user_progress_std"] = float(prog.std()) if len(prog) else 0.0
     dm = np.zeros(0) if decision_ms is None else np.asarray(decision_ms)
     out["decision_time_p50"] = _pct(dm, 50) if len(dm) else 0.0

@@ -30,7 +30,7 @@ from hetgym.sim.codes import PlacementPolicy
 
 __all__ = ["NodeArrays", "JobArrays", "Options", "Params", "JobState", "NodeState", "RunState",
            "State", "build_nodes", "build_jobs", "build_params", "new_state", "cut_window",
-           "best_durations", "gang_fits", "max_copies", "node_names", "cluster_nodes",
+           "best_durations", "gang_fits", "gang_slots", "max_copies", "node_names", "cluster_nodes",
            "CTR_ARR", "CTR_QHEAD", "CTR_QTAIL", "CTR_Q", "CTR_RUN", "CTR_DONE", "CTR_EV",
            "CTR_ERR", "CTR_SEG", "ACC_NOW", "ACC_ENERGY", "ACC_POWER", "ACC_ROUND", "ACC_WAKE"]
 
@@ -235,6 +235,13 @@ def gang_fits(workers: np.ndarray, cpus_need: np.ndarray, mem: np.ndarray,
     gang fits type c when the per-node worker counts of its nodes add up to
     ``workers[j]``. Throughput is not looked at.
     """
+    return gang_slots(workers, cpus_need, mem, nodes) >= workers[:, None]
+
+
+def gang_slots(workers: np.ndarray, cpus_need: np.ndarray, mem: np.ndarray,
+               nodes: NodeArrays) -> np.ndarray:
+    """``int64[J, C]``: workers of job j that all nodes of type c, free, hold together
+    (the count behind :func:`gang_fits`, capped at 2**30)."""
     j_n, c_n = cpus_need.shape
     tot = np.zeros((j_n, c_n), dtype=np.int64)
     big = 1 << 30
@@ -249,7 +256,7 @@ def gang_fits(workers: np.ndarray, cpus_need: np.ndarray, mem: np.ndarray,
         per = np.where(mem > 0, np.minimum(per, k), per).astype(np.int64)
         per = np.minimum(per, big)
         tot[:, d] += per
-    return tot >= workers[:, None]
+    return np.minimum(tot, big)
 
 
 def build_jobs(scenario: Scenario, rows: np.ndarray | None = None) -> JobArrays:
