@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from agents.envtools import EnvConfig, bind, policy_mask, policy_obs, refresh, resolve_action
+from agents.envtools import EnvConfig, bind, policy_mask, refresh, resolve_action
 from hetgym.decisions import Decision, SchedulingError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -95,7 +95,6 @@ class AgentScheduler:
             if sim.finished or not feasible:
                 break
             mask = policy_mask(env, self.env_config.no_idle_wait)
-            obs = policy_obs(env, obs, self.env_config.time_scale)
             a = int(self.policy(obs, mask))
             self.actions.append(a)
             if not 0 <= a < env.action_space.n:

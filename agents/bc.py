@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.envtools import EnvConfig, policy_mask, policy_obs
+from agents.envtools import EnvConfig, policy_mask
 from hetgym.decisions import Placement, Preempt, Start
 from hetgym.specs import Scenario
 
@@ -114,7 +114,7 @@ def collect(scenario: Scenario, env_config: EnvConfig, teacher: str,
         while not done:
             mask = policy_mask(env, env_config.no_idle_wait)
             a = teacher_action(env, sched, mask)
-            obs_l.append(policy_obs(env, obs, env_config.time_scale))
+            obs_l.append(obs)
             mask_l.append(mask)
             act_l.append(a)
             obs, r, term, trunc, info = env.step(a)

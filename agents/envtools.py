@@ -38,7 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from hetgym.envs.hetcluster import HetClusterEnv
     from hetgym.sim.engine import Simulator
 
-__all__ = ["EnvConfig", "policy_mask", "resolve_action", "time_feature_index", "rescale_time", "policy_obs",
+__all__ = ["EnvConfig", "policy_mask", "resolve_action", "time_feature_index",
            "bind", "refresh", "window_rows", "window_scenario", "heldout_windows"]
 
 
@@ -57,9 +57,8 @@ class EnvConfig:
         max_steps: Truncation (None: the env's default).
         no_idle_wait: Forbid "wait" when no event is left and a start is feasible
             (see the module docstring).
-        time_scale: Re-squash the time features of the observation with this
-            scale in seconds instead of the env's 3600 s (None: leave them);
-            see :func:`rescale_time`.
+        time_scale: The env's ``time_scale``: seconds of the squashed time
+            features (None: the env's 3600 s; jobs of days want 10 h or more).
     """
 
     window: int = 16
@@ -77,7 +76,8 @@ class EnvConfig:
         """Keyword arguments for ``HetClusterEnv`` (everything but ``no_idle_wait``)."""
         kw = asdict(self)
         kw.pop("no_idle_wait")
-        kw.pop("time_scale")
+        if kw["time_scale"] is None:
+            kw.pop("time_scale")
         return kw
 
     def make(self, scenario: Scenario | str, **overrides: Any) -> "HetClusterEnv":
@@ -123,36 +123,11 @@ def resolve_action(action: int, mask: np.ndarray, wait_action: int) -> int:
 
 
 def time_feature_index(window: int, n_dev: int, run_window: int) -> np.ndarray:
-    """Indices of the observation entries that are ``squash(time, 3600 s)``: the ``time``
+    """Indices of the observation entries that are ``squash(time, time_scale)``: the ``time``
     features of the env's published layout (:func:`hetgym.envs.features.layout`)."""
     from hetgym.envs.features import time_feature_index as index
 
     return index(window, n_dev, run_window)
-
-
-def rescale_time(obs: np.ndarray, index: np.ndarray, time_scale: float) -> np.ndarray:
-    """Re-squash time features: ``t/(t+3600)`` becomes ``t/(t+time_scale)`` (new array).
-
-    With ``x = t/(t+a)``, ``t/(t+s) = a x / (a x + s (1 - x))``; entries below 0
-    (-1: the job cannot run on that device) are kept. Useful when jobs last
-    days, where the env's 3600 s squash puts every duration near 1.
-    """
-    from hetgym.envs.features import SCALE
-
-    out = np.array(obs, dtype=np.float32, copy=True)
-    x = out[..., index].astype(np.float64)
-    a = float(SCALE)
-    y = np.where(x >= 0, a * x / np.maximum(a * x + time_scale * (1.0 - x), 1e-300), x)
-    out[..., index] = y.astype(np.float32)
-    return out
-
-
-def policy_obs(env: "HetClusterEnv", obs: np.ndarray, time_scale: float | None) -> np.ndarray:
-    """The observation a policy sees (``obs``, time features re-squashed if ``time_scale``)."""
-    if time_scale is None:
-        return obs
-    idx = np.asarray([f.index for f in env.obs_layout if f.time], dtype=np.int64)
-    return rescale_time(obs, idx, time_scale)
 
 
 def bind(env: "HetClusterEnv", sim: "Simulator") -> None:

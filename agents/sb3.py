@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import gymnasium as gym
 import numpy as np
 
-from agents.envtools import EnvConfig, policy_mask, policy_obs, resolve_action
+from agents.envtools import EnvConfig, policy_mask, resolve_action
 from hetgym.specs import Scenario
 
 if TYPE_CHECKING:  # pragma: no cover
     from stable_baselines3.common.base_class import BaseAlgorithm
     from stable_baselines3.common.vec_env import VecEnv
 
-__all__ = ["ALGOS", "AgentConfig", "algo_class", "MaskFn", "RescaleTime", "ResolveAction", "Wrap",
+__all__ = ["ALGOS", "AgentConfig", "algo_class", "MaskFn", "ResolveAction", "Wrap",
            "make_env",
            "make_vec_env",
            "linear_schedule"]
@@ -72,6 +72,9 @@ class AgentConfig:
         target_kl: Early stop of an update past this KL (None: off).
         normalize_reward: Wrap the vec env in ``VecNormalize`` (rewards only).
         checkpoint: A saved model to evaluate (``scheduler=agent``) or to start from.
+        features: ``mlp`` (the flat observation) or ``set`` (the permutation-equivariant
+            :class:`agents.policies.SetEncoder` in front of ``net_arch``).
+        embed_dim: Slot embedding width of the ``set`` encoder.
     """
 
     algo: str = "maskable_ppo"
@@ -91,6 +94,8 @@ class AgentConfig:
     target_kl: float | None = None
     normalize_reward: bool = True
     checkpoint: str | None = None
+    features: str = "mlp"
+    embed_dim: int = 32
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -98,6 +103,8 @@ class AgentConfig:
             raise ValueError(f"AgentConfig.algo must be one of {ALGOS}, got {self.algo!r}")
         if self.activation not in ("tanh", "relu"):
             raise ValueError(f"AgentConfig.activation must be tanh or relu, got {self.activation!r}")
+        if self.features not in ("mlp", "set"):
+            raise ValueError(f"AgentConfig.features must be mlp or set, got {self.features!r}")
         object.__setattr__(self, "net_arch", tuple(int(x) for x in self.net_arch))
         object.__setattr__(self, "extra", dict(self.extra))
 
@@ -125,25 +132,23 @@ class AgentConfig:
         lr: float | Callable[[float], float] = self.learning_rate
         if self.lr_final is not None:
             lr = linear_schedule(self.learning_rate, self.lr_final)
+        pk: dict[str, Any] = {"net_arch": list(self.net_arch), "activation_fn": act}
+        if self.features == "set":
+            from agents.policies import SetEncoder
+
+            window, n_dev, run_window = (env.get_attr(a)[0] for a in ("window", "n_dev", "run_window"))
+            pk["features_extractor_class"] = SetEncoder
+            pk["features_extractor_kwargs"] = {"window": int(window), "n_dev": int(n_dev),
+                                               "run_window": int(run_window),
+                                               "embed_dim": int(self.embed_dim)}
         return cls("MlpPolicy", env, learning_rate=lr, n_steps=self.n_steps,
                    batch_size=self.batch_size, n_epochs=self.n_epochs, gamma=self.gamma,
                    gae_lambda=self.gae_lambda, clip_range=self.clip_range,
                    ent_coef=self.ent_coef, vf_coef=self.vf_coef,
                    max_grad_norm=self.max_grad_norm, target_kl=self.target_kl,
-                   policy_kwargs={"net_arch": list(self.net_arch), "activation_fn": act},
+                   policy_kwargs=pk,
                    tensorboard_log=tensorboard_log, verbose=verbose, seed=seed, device=device,
                    **self.extra)
-
-
-class RescaleTime(gym.ObservationWrapper):
-    """Observation wrapper applying :func:`agents.envtools.policy_obs` (``time_scale``)."""
-
-    def __init__(self, env: gym.Env, time_scale: float) -> None:
-        super().__init__(env)
-        self.time_scale = float(time_scale)
-
-    def observation(self, observation: np.ndarray) -> np.ndarray:
-        return policy_obs(self.env.unwrapped, observation, self.time_scale)  # type: ignore[arg-type]
 
 
 class ResolveAction(gym.ActionWrapper):
@@ -159,16 +164,14 @@ class ResolveAction(gym.ActionWrapper):
 
 
 class Wrap:
-    """Picklable ``wrapper_class`` for ``make_vec_env``: ``RescaleTime``, ``ActionMasker``
-    (masked algorithms) or ``ResolveAction`` (the others)."""
+    """Picklable ``wrapper_class`` for ``make_vec_env``: ``ActionMasker`` (masked
+    algorithms) or ``ResolveAction`` (the others)."""
 
     def __init__(self, env_config: EnvConfig, masked: bool) -> None:
         self.env_config = env_config
         self.masked = masked
 
     def __call__(self, env: gym.Env) -> gym.Env:
-        if self.env_config.time_scale is not None:
-            env = RescaleTime(env, self.env_config.time_scale)
         if self.masked:
             from sb3_contrib.common.wrappers import ActionMasker
 
@@ -197,18 +200,33 @@ def make_env(scenario: Scenario | str, env_config: EnvConfig, masked: bool = Tru
 def make_vec_env(scenario: Scenario | str, env_config: EnvConfig, n_envs: int = 4,
                  seed: int = 0, vec_env: str = "dummy", masked: bool = True,
                  monitor_dir: str | None = None) -> "VecEnv":
-    """``n_envs`` copies in a ``DummyVecEnv`` (``vec_env="dummy"``) or ``SubprocVecEnv``.
+    """``n_envs`` copies in a ``DummyVecEnv`` (``vec_env="dummy"``), a ``SubprocVecEnv``
+    (``"subproc"``) or the batched env (``"batched"``: all copies stepped in one compiled
+    call, :class:`agents.vecenv.BatchedVecEnv`; masked algorithms only).
 
-    Each copy is wrapped in ``Monitor`` (episode returns and lengths), in
-    ``RescaleTime`` when ``env_config.time_scale`` is set, and, when ``masked``,
-    in ``ActionMasker`` (else in ``ResolveAction``); copy i is seeded ``seed + i``, so copies
-    draw different trace windows.
+    Each copy is wrapped in ``Monitor`` (episode returns and lengths; ``VecMonitor`` for
+    the batched env) and, when ``masked``, in ``ActionMasker`` (else in ``ResolveAction``);
+    copy i is seeded ``seed + i``, so copies draw different trace windows.
     """
     from stable_baselines3.common.env_util import make_vec_env as _mve
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    if vec_env not in ("dummy", "subproc"):
-        raise ValueError(f"vec_env must be 'dummy' or 'subproc', got {vec_env!r}")
+    if vec_env not in ("dummy", "subproc", "batched"):
+        raise ValueError(f"vec_env must be 'dummy', 'subproc' or 'batched', got {vec_env!r}")
+    if vec_env == "batched":
+        if not masked:
+            raise ValueError("vec_env='batched' needs a masked algorithm (maskable_ppo): the "
+                             "batched env has no ResolveAction wrapper")
+        import os
+
+        from stable_baselines3.common.vec_env import VecMonitor
+
+        from agents.vecenv import BatchedVecEnv
+
+        venv = BatchedVecEnv(n_envs, scenario=scenario, **env_config.env_kwargs())
+        venv.seed(seed)
+        path = None if monitor_dir is None else os.path.join(monitor_dir, "batched")
+        return VecMonitor(venv, filename=path)
     cls = SubprocVecEnv if vec_env == "subproc" else DummyVecEnv
     return _mve("HetCluster-v0", n_envs=n_envs, seed=seed, monitor_dir=monitor_dir,
                 env_kwargs={"scenario": scenario, **env_config.env_kwargs()},

@@ -49,7 +49,8 @@ class TrainConfig:
         time_limit_s: Wall-clock budget of the whole run (BC + PPO; evaluation
             on the test windows comes after it).
         n_envs: Parallel env copies.
-        vec_env: ``dummy`` (one process) or ``subproc`` (one process per env).
+        vec_env: ``dummy`` (one process), ``subproc`` (one process per env) or
+            ``batched`` (all envs in one compiled call; masked algorithms).
         checkpoint_every: Checkpoint period in steps (0: off).
         eval_every: Validation period in steps.
         critic_warmup: Steps at the start of PPO during which only the critic

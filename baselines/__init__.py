@@ -49,7 +49,8 @@ def _register_optional() -> None:
     """Register the paper families whose modules are present."""
     import importlib
 
-    for mod in ("baselines.allox", "baselines.fitgpp", "baselines.hadar"):
+    for mod in ("baselines.allox", "baselines.fitgpp", "baselines.andreas", "baselines.gavel",
+                "baselines.tiresias", "baselines.yarn", "baselines.hadar"):
         try:
             m = importlib.import_module(mod)
         except ModuleNotFoundError as exc:

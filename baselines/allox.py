@@ -41,12 +41,16 @@ from baselines.allox_parts import (
     slots_per_device,
 )
 from baselines.classic import PolicyScheduler
+from baselines.kernels import jsq_omega_nb
 from baselines.drf import DRFA, DRFF, DRFS, EqualShare
 from baselines.parts import ArrivalOrder, FastestFirst, FastestOnly, GreedyAdmission
 from hetgym.decisions import Decision, Start
+from hetgym.sim.codes import JobStatus
 from hetgym.sim.view import CapacityModel, View
 
 __all__ = ["AlloX", "AlloXPlus", "SJFPlus", "JSQPlus", "BF", "BASELINES"]
+
+_FUTURE, _QUEUED = int(JobStatus.FUTURE), int(JobStatus.QUEUED)
 
 
 @dataclass
@@ -407,19 +411,34 @@ class JSQPlus:
         self.queues: list[list[int]] = [[] for _ in range(len(self.mdev))]
         self.holder = np.full(len(self.mdev), -1, dtype=np.int64)
         self.assigned: dict[int, tuple[int, list[int]]] = {}
-        self.seq: dict[int, int] = {}
         self._fifo = PolicyScheduler(ArrivalOrder(), FastestFirst(), GreedyAdmission(blocking=True))
+        self._ids = [np.flatnonzero(self.mdev == d) for d in range(len(slots))]
+        # Jobs queued at machines, in the order they joined (for _omega): entry e waits
+        # for machines _mach[_off[e]:_off[e + 1]] and runs _dur[e]; _alive until it starts.
+        n = view.n_jobs
+        self._entry: dict[int, int] = {}
+        self._alive = np.zeros(n, dtype=bool)
+        self._off = np.zeros(n + 1, dtype=np.int64)
+        self._mach = np.zeros(int(np.asarray(view.workers).sum()), dtype=np.int64)
+        self._dur = np.zeros(n)
+        self._lo = 0
+        self._next = 0  # jobs below this index have arrived
+        self._unplaced: list[int] = []  # arrived, no machine queue could take them
 
     def decide(self, view: View) -> list[Decision]:
         """Assign new arrivals to machine queues, start the heads of free machines."""
         if not self.queueing:
             return self._fifo.decide(view)
-        q = np.asarray(view.queue)
         status = np.asarray(view.status)
         held = self.holder >= 0
         self.holder[held & (status[np.maximum(self.holder, 0)] != 2)
                     & (status[np.maximum(self.holder, 0)] != 3)] = -1
-        new = [int(j) for j in q.tolist() if int(j) not in self.assigned]
+        k = self._next
+        while k < view.n_jobs and status[k] != _FUTURE:
+            k += 1
+        # the queued jobs not assigned yet, in queue (= arrival) order
+        new = [j for j in self._unplaced + list(range(self._next, k)) if status[j] == _QUEUED]
+        self._next = k
         if new:
             omega = self._omega(view)
             p = view.durations(np.asarray(new, dtype=np.int64))
@@ -427,7 +446,7 @@ class JSQPlus:
                 w = int(view.workers[j])
                 best, choice = np.inf, None
                 for d in range(p.shape[1]):
-                    ids = np.flatnonzero(self.mdev == d)
+                    ids = self._ids[d]
                     if not np.isfinite(p[k, d]) or len(ids) < w:
                         continue
                     pick = ids[np.argsort(omega[ids], kind="stable")[:w]]
@@ -439,28 +458,39 @@ class JSQPlus:
                 d, pick = choice
                 omega[pick] = best
                 self.assigned[j] = (d, pick.tolist())
-                self.seq[j] = len(self.seq)
+                e = len(self._entry)
+                self._entry[j] = e
+                self._alive[e] = True
+                self._off[e + 1] = self._off[e] + w
+                self._mach[self._off[e]: self._off[e + 1]] = pick
+                self._dur[e] = view.duration(j, d)
                 for i in pick.tolist():
                     self.queues[i].append(j)
+            self._unplaced = [j for j in new if j not in self.assigned]
         cap = view.capacity()
         out: list[Decision] = []
+        failed: set[int] = set()  # found no room: capacity only shrinks here, so it never will
         progress = True
         while progress:
             progress = False
-            for i in range(len(self.queues)):
+            for i in np.flatnonzero(self.holder < 0).tolist():  # machines idle at the pass start
                 if self.holder[i] >= 0 or not self.queues[i]:
                     continue
                 j = self.queues[i][0]
+                if j in failed:
+                    continue
                 d, ms = self.assigned[j]
                 if any(self.holder[m] >= 0 or self.queues[m][0] != j for m in ms):
                     continue
                 pl = cap.place(j, d)
                 if pl is None:
+                    failed.add(j)
                     continue
                 out.append(Start(j, d, pl))
                 for m in ms:
                     self.queues[m].pop(0)
                     self.holder[m] = j
+                self._alive[self._entry[j]] = False
                 progress = True
         return out
 
@@ -468,13 +498,15 @@ class JSQPlus:
         """When each machine would be done with its current job and its queue."""
         now = view.now
         omega = np.full(len(self.mdev), now)
-        for i, j in enumerate(self.holder.tolist()):
-            if j >= 0 and view.rate[j] > 0:
-                omega[i] = now + float(view.remaining[j]) / float(view.rate[j])
-        for j in sorted({j for qu in self.queues for j in qu}, key=self.seq.__getitem__):
-            d, ms = self.assigned[j]
-            start = max(omega[m] for m in ms)
-            omega[ms] = start + view.duration(j, d)
+        held = np.flatnonzero(self.holder >= 0)
+        jobs = self.holder[held]
+        rate = np.asarray(view.rate)[jobs]
+        on = rate > 0
+        omega[held[on]] = now + np.asarray(view.remaining)[jobs[on]] / rate[on]
+        n = len(self._entry)
+        while self._lo < n and not self._alive[self._lo]:
+            self._lo += 1
+        jsq_omega_nb(omega, self._lo, n, self._alive, self._off, self._mach, self._dur)
         return omega
 
 

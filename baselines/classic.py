@@ -7,7 +7,6 @@ that has room, see :class:`~baselines.parts.FastestFirst`).
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,10 +20,11 @@ from baselines.parts import (
     Ordering,
     ShortestFirst,
     WaitingGroups,
-    bulk_alloc,
 )
-from hetgym.decisions import Decision, Preempt, Start
+from baselines.kernels import srpt_decide_nb
+from hetgym.decisions import Decision, Placement, Preempt, Start
 from hetgym.sim.codes import JobStatus
+from hetgym.sim.dispatch import entry
 from hetgym.sim.view import View
 
 __all__ = ["PolicyScheduler", "FIFO", "SJF", "SRPT"]
@@ -197,6 +197,22 @@ class SRPT:
             self._away: set[int] = set()  # preempted by us, not back in the queue yet
             self._proposed: list[Start | _Preempted] = []
             self._n_preempt = np.asarray(view.n_preempt)
+            # the kernel's arguments that do not change during a run (views of the
+            # simulator's arrays); remaining time = remaining / denom, as View.durations
+            w = np.asarray(view.workers).astype(np.float64)
+            eff = w ** (view.options.scaling_exponent - 1.0)
+            self._denom = np.ascontiguousarray(w[:, None] * np.asarray(view.tput) * eff[:, None])
+            self._valid = np.ascontiguousarray((np.asarray(view.tput) > 0) & np.asarray(view.holdable))
+            self._table = np.ascontiguousarray(self._table, dtype=np.int64)
+            self._status, self._remaining = view.status, view.remaining
+            self._grace, self._workers = view.grace, view.workers
+            self._cpus_need, self._mem = view.cpus_need, view.mem
+            self._wnode, self._wgpu = view.worker_node, view.worker_gpu
+            limit = view.max_preemptions
+            self._limit = -1 if limit is None else int(limit)
+            self._scr_f = np.zeros((2, len(view.node_device)))
+            self._entry = None  # compiled entry point of the kernel (typing its ~30 arguments
+            # on every call would cost more than the call)
 
     def decide(self, view: View) -> list[Decision]:
         """Preempt jobs outranked by shorter ones, start the shorter ones."""
@@ -299,131 +315,60 @@ class SRPT:
         return len(groups) == len(q)
 
     def _decide_groups(self, view: View, groups: WaitingGroups) -> list[Decision]:
-        """Same decisions as :meth:`_decide_all` without ranking every job.
-
-        Waiting jobs are kept ranked in shape groups (:class:`WaitingGroups`). A
-        group is tried only if an upper bound on what its first job could find
-        free (free now plus every movable running job that ranks after it) has
-        room; running jobs that rank before the first waiting job worth trying
-        keep their place without being looked at, and a running job whose nodes
-        no planned start touched keeps its place without a check.
-        """
+        """Same decisions as :meth:`_decide_all` without ranking every waiting job: one
+        Numba call (:func:`baselines.kernels.srpt_decide_nb`) that walks the running
+        jobs and the heads of the shape groups (:class:`WaitingGroups`) merged in rank
+        order, taking further jobs of a group only while its jobs start."""
         self._proposed = []
-        r = np.asarray(view.running)
-        st = np.asarray(view.status)
-        pinned = st[r] == _GRACE
-        limit = view.max_preemptions
-        if limit is not None:
-            pinned |= np.asarray(view.n_preempt)[r] >= limit
-        movable = r[~pinned]
-        rem = view.durations(movable, remaining=True).min(axis=1)
-        o = np.argsort(rem, kind="stable")
-        mv, rem = movable[o], rem[o]
-        live = np.flatnonzero(groups.count > 0)
-        heads = [groups.lists[g][0] for g in live.tolist()]
-        hkey = np.asarray([h[0] for h in heads], dtype=np.float64)
-        dev = np.asarray(view.device)[mv]
-        if len(mv) and (dev >= 0).all():
-            # per-type totals of free now + every movable job ranking after each head
-            use = groups.type_usage(mv, dev)
-            suffix = np.concatenate([np.cumsum(use[::-1], axis=0)[::-1], np.zeros((1,) + use.shape[1:])])
-            tot = groups.free_totals(view.free_gpus, view.free_cpus, view.free_mem)
-            plan = tot[None] + suffix[np.searchsorted(rem, hkey, side="right")]
-            ok = groups.bound_rows(live, plan[:, 0], plan[:, 1], plan[:, 2]) >= 1
-            if ok.any():
-                # once a start is planned, running jobs it displaces free their resources
-                # for the jobs after it: bound those by all movable jobs ranking after the
-                # earliest possible start
-                after = tot + suffix[np.searchsorted(rem, hkey[ok].min(), side="right")]
-                ok |= (hkey >= hkey[ok].min()) & (
-                    groups.bound_rows(live, after[0], after[1], after[2]) >= 1)
-        elif len(mv):
-            ok = np.ones(len(live), dtype=bool)  # a mixed placement: no bound, try them all
-        else:
-            tot = groups.free_totals(view.free_gpus, view.free_cpus, view.free_mem)
-            ok = groups.bound_rows(live, tot[0], tot[1], tot[2]) >= 1
-        if not ok.any():
-            return []  # no waiting job could start even in the best case: all keep running
-        heap = [heads[i] + (int(live[i]), 0) for i in np.flatnonzero(ok).tolist()]
-        heapq.heapify(heap)
-        i = int(np.searchsorted(rem, heap[0][0], side="right"))  # mv[:i] rank before every try
-        cap = view.capacity()
-        bulk_alloc(view, cap, mv[i:], -1)
-        dirty = np.zeros(len(view.node_device), dtype=bool)
-        wnode, wgpu = view.worker_node, view.worker_gpu
-        keep = set(mv[:i].tolist())
-        starts: list[int] = []
-        pending: list[np.ndarray] = []
-
-        def flush() -> None:
-            if pending:
-                bulk_alloc(view, cap, np.concatenate(pending), 1)
-                pending.clear()
-
-        def settle(lo: int, hi: int, take: bool) -> None:
-            """Running jobs mv[lo:hi], in rank order: keep each whose placement is free."""
-            blk = mv[lo:hi]
-            nodes = np.asarray(wnode[blk])
-            hit = np.where(nodes >= 0, dirty[nodes], False).any(axis=1)
-            start = 0
-            for k in np.flatnonzero(hit).tolist() + [len(blk)]:
-                clean = blk[start:k]  # no planned start touched their nodes: free
-                keep.update(clean.tolist())
-                if take and len(clean):
-                    pending.append(clean)
-                if k < len(blk):
-                    j = int(blk[k])
-                    w = int(view.workers[j])
-                    flush()
-                    nd, gp = np.asarray(wnode[j, :w]), np.asarray(wgpu[j, :w])
-                    if _free_in(cap, view, j, nd, gp):
-                        keep.add(j)
-                        cap.take(j, nd, gp)
-                start = k + 1
-
-        table = self._table
-        # Shapes (workers, cores, memory) that found no room on a device type: capacity
-        # only shrinks during the walk, so a job needing at least as much of each fails
-        # there too (its placement is not attempted).
-        failed: dict[int, list[tuple[float, float, float]]] = {}
-        n_mv = len(mv)
-        while heap:
-            key, _, j, g, pos = heap[0]
-            if i < n_mv and rem[i] <= key:
-                hi = int(np.searchsorted(rem, key, side="right"))
-                settle(i, hi, True)
-                i = hi
-            heapq.heappop(heap)
-            w, m = float(groups.w[g]), float(groups.m[g])
-            for k, d in enumerate(table[j].tolist()):
-                if d < 0:
-                    break
-                shape = (w, float(groups.cpus[g, k]), m)
-                if any(shape[0] >= f[0] and shape[1] >= f[1] and shape[2] >= f[2]
-                       for f in failed.get(d, ())):
-                    continue
-                flush()
-                pl = cap.place(j, d)
-                if pl is not None:
-                    starts.append(j)
-                    dirty[pl.nodes] = True
-                    lst = groups.lists[g]
-                    if pos + 1 < len(lst):
-                        heapq.heappush(heap, lst[pos + 1] + (g, pos + 1))
-                    break
-                failed[d] = [f for f in failed.get(d, [])
-                             if not (f[0] >= shape[0] and f[1] >= shape[1] and f[2] >= shape[2])]
-                failed[d].append(shape)
-        if i < len(mv):
-            settle(i, len(mv), False)
-        out = self._carry_out(view, movable, keep, starts)
-        for d in out:
-            if isinstance(d, Start):
-                groups.remove(d.job)
-                self._proposed.append(d)
-            else:
-                self._away.add(d.job)
-                self._proposed.append(_Preempted(d.job, int(self._n_preempt[d.job])))
+        sim = view.simulator
+        live = np.flatnonzero(groups.count > 0).tolist()
+        lists = groups.lists
+        plen = 8
+        while True:
+            flat = [e for g in live for e in lists[g][:plen]]
+            if not flat:
+                return []
+            arr = np.array(flat)
+            lens = [min(len(lists[g]), plen) for g in live]
+            hoff = np.zeros(len(live) + 1, dtype=np.int64)
+            np.cumsum(lens, out=hoff[1:])
+            hfull = np.asarray([len(lists[g]) <= plen for g in live])
+            plan, now = view.capacity(), view.capacity()
+            running = np.array(view.running)
+            n = len(flat)
+            out_pre = np.empty(len(running), dtype=np.int64)
+            out_job = np.empty(n, dtype=np.int64)
+            out_dev = np.empty(n, dtype=np.int64)
+            wmax = self._wnode.shape[1]
+            out_nodes = np.empty((n, wmax), dtype=np.int64)
+            out_gpus = np.empty((n, wmax), dtype=np.int64)
+            out_n = np.zeros(1, dtype=np.int64)
+            args = (
+                running, self._status, _GRACE, self._n_preempt, self._limit, self._remaining,
+                self._denom, self._valid, self._grace, np.ascontiguousarray(arr[:, 0]),
+                arr[:, 1].astype(np.int64), arr[:, 2].astype(np.int64), hoff, hfull, self._table,
+                self._workers, self._cpus_need, self._mem, self._wnode, self._wgpu,
+                int(plan.policy), sim.nodes, plan.ns, now.ns, sim.state.run.scr_i, self._scr_f,
+                out_pre, out_job, out_dev, out_nodes, out_gpus, out_n)
+            if self._entry is None:  # the arguments' types do not change during a run
+                self._entry = entry(srpt_decide_nb, *args)
+            k = self._entry(*args)
+            if k >= 0:
+                break
+            plen *= 4  # a group's prefix ran out while its jobs kept starting
+        out: list[Decision] = []
+        for j in out_pre[: int(out_n[0])].tolist():
+            out.append(Preempt(j))
+            self._away.add(j)
+            self._proposed.append(_Preempted(j, int(self._n_preempt[j])))
+        workers = self._workers
+        for i in range(k):
+            j = int(out_job[i])
+            w = int(workers[j])
+            d = Start(j, int(out_dev[i]), Placement(out_nodes[i, :w].copy(), out_gpus[i, :w].copy()))
+            out.append(d)
+            groups.remove(j)
+            self._proposed.append(d)
         return out
 
 

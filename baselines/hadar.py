@@ -87,7 +87,7 @@ class Hadar(RoundBased):
     utility: str = "throughput"
     realloc: str = "all"
     sticky: bool = True
-    dp_limit: int = 12
+    dp_limit: int = 8
     backfill: bool = True
 
     def __post_init__(self) -> None:

@@ -35,7 +35,6 @@ __all__ = [
     "GreedyAdmission",
     "preference",
     "WaitingGroups",
-    "bulk_alloc",
 ]
 
 
@@ -267,20 +266,6 @@ class WaitingGroups:
                                     np.where(on, fm, -np.inf).max(axis=1))
         return out
 
-    def type_usage(self, jobs: np.ndarray, dev: np.ndarray) -> np.ndarray:
-        """float64[len(jobs), 3, C]: GPUs, cores and memory that each job, running with
-        all its workers on device type ``dev[i]``, holds on that type."""
-        jobs = np.asarray(jobs, dtype=np.int64)
-        dev = np.asarray(dev, dtype=np.int64)
-        out = np.zeros((len(jobs), 3, self._n_dev))
-        if len(jobs):
-            w = self._workers[jobs].astype(np.float64)
-            i = np.arange(len(jobs))
-            out[i, 0, dev] = np.where(self._is_cpu[dev], 0.0, w)
-            out[i, 1, dev] = w * self._cpus_need[jobs, dev]
-            out[i, 2, dev] = w * self._mem[jobs]
-        return out
-
     def free_totals(self, free_gpus: np.ndarray, free_cpus: np.ndarray, free_mem: np.ndarray
                     ) -> np.ndarray:
         """float64[3, C]: free GPUs, cores and memory per device type."""
@@ -339,36 +324,3 @@ class WaitingGroups:
             used[g] += 1
         return np.asarray(out, dtype=np.int64)
 
-
-def bulk_alloc(view: View, cap: CapacityModel, jobs: np.ndarray, sign: int) -> None:
-    """Take (``sign=+1``) or give back (``-1``) in ``cap`` what running ``jobs`` hold.
-
-    The same floating-point operations, in the same order (job by job, worker by
-    worker), as ``cap.take`` / ``cap.give`` one job at a time, in a few NumPy calls
-    on the scratch copy's arrays. (Stand-in for a batch ``CapacityModel`` method.)
-    """
-    jobs = np.asarray(jobs, dtype=np.int64)
-    if len(jobs) == 0:
-        return
-    if hasattr(cap, "take_many"):  # the simulator's scratch copy keeps its per-type summary
-        (cap.take_many if sign > 0 else cap.give_many)(jobs)
-        return
-    w = np.asarray(view.workers)[jobs]
-    nodes = np.asarray(view.worker_node)[jobs]
-    mask = np.arange(nodes.shape[1])[None, :] < w[:, None]
-    n = nodes[mask]
-    g = np.asarray(view.worker_gpu)[jobs][mask]
-    jj = np.repeat(jobs, w)
-    c = np.asarray(view.cpus_need)[jj, np.asarray(view.node_device)[n]]
-    m = np.asarray(view.mem)[jj]
-    gm = g >= 0
-    if sign > 0:
-        np.subtract.at(cap.free_cpus, n, c)
-        np.subtract.at(cap.free_mem, n, m)
-        np.subtract.at(cap.free_gpus, n[gm], 1)
-        cap.gpu_owner[n[gm], g[gm]] = jj[gm]
-    else:
-        np.add.at(cap.free_cpus, n, c)
-        np.add.at(cap.free_mem, n, m)
-        np.add.at(cap.free_gpus, n[gm], 1)
-        cap.gpu_owner[n[gm], g[gm]] = -1

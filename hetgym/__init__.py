@@ -53,4 +53,5 @@ def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
 
 
-_register(id="HetCluster-v0", entry_point="hetgym.envs.hetcluster:HetClusterEnv")
+_register(id="HetCluster-v0", entry_point="hetgym.envs.hetcluster:HetClusterEnv",
+          vector_entry_point="hetgym.envs.batched:HetClusterVecEnv")

@@ -9,7 +9,15 @@ Definitions:
 * ``util_<device>`` = busy GPU-seconds (cores-seconds for cpu) / (capacity x makespan).
 * ``energy_kwh`` = IT energy from node power (idle + active) over [0, end of run];
   ``energy_cost`` = energy_kwh x price x PUE.
-* ``tardiness_cost`` = sum of weight x max(0, end - deadline).
+* ``tardiness_cost`` = sum of weight x max(0, end - deadline) (unfinished jobs: the end of
+  the run stands in for end).
+* ``deadline_misses``: jobs with a finite deadline that ended after it, or are unfinished
+  with the deadline passed; ``avg_tardiness`` / ``max_tardiness``: max(0, end - deadline)
+  in seconds over the jobs with a finite deadline (0 when none has one);
+  ``total_cost`` = energy_cost + tardiness_cost x ``SimOptions.tardiness_price``.
+* ``energy_kwh_node_<group>``: IT energy of each node group (idle + active power of its
+  nodes); ``node_on_seconds``: node-seconds powered on (every node for the whole run with
+  ``idle_power="always"``, else the seconds each node hosted at least one worker).
 * ``jain_fairness``: Jain's index over users of their mean slowdown.
 * ``user_progress_std``: AlloX-style, standard deviation over users of their
   mean progress, a job's progress being best-device duration / jct (in (0, 1]).
@@ -27,6 +35,9 @@ Definitions:
 
 The makespan of the utilisation metrics is the end of the run (``= makespan`` when
 every job finished; the truncation time otherwise).
+
+Units: every time (``jct``, ``wait``, ``makespan``, ...) is in **seconds**, energy in
+kWh, decision times in ms. Tables convert times to a readable unit (:func:`time_unit`).
 """
 
 from __future__ import annotations
@@ -43,8 +54,9 @@ from hetgym.sim.state import CTR_SEG, best_durations
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.engine import Simulator
 
-__all__ = ["Result", "job_table", "summarize", "jain_index", "gpu_util_series",
-           "time_fraction_at_least", "gpu_seconds"]
+__all__ = ["Result", "job_table", "summarize", "jain_index", "time_unit", "format_duration",
+           "TIME_METRICS", "METRIC_UNITS", "gpu_util_series", "time_fraction_at_least",
+           "gpu_seconds"]
 
 
 def jain_index(x: np.ndarray) -> float:
@@ -136,10 +148,9 @@ def _utilisation(sim: "Simulator", span: float) -> dict[str, float]:
     gpu_types = [c for c in range(len(sim.devices)) if not nd.dev_is_cpu[c]]
     total = int(nd.gpus.sum())
     busy = float(sum(sim.busy_time[c] for c in gpu_types))
-    run = sim.state.run
     gnode = nd.gpus > 0
-    open_ = np.where(run.node_since >= 0, sim.now - run.node_since, 0.0)
-    node_time = float((run.node_busy + open_)[gnode].sum())
+    _, busy_nodes = node_books(sim)  # a GPU node hosts a worker <=> >= 1 of its GPUs is busy
+    node_time = float(busy_nodes[gnode].sum())
     n_gnodes = int(gnode.sum())
     return {"util_gpu": busy / (total * span) if total else 0.0,
             "cru": node_time / (n_gnodes * span) if n_gnodes else 0.0}
@@ -186,6 +197,36 @@ def job_table(sim: "Simulator") -> pd.DataFrame:
         "finished": done,
         "gpu_seconds": gpu_seconds(sim),
     })
+
+
+def deadline_metrics(sim: "Simulator", end_or_now: np.ndarray, energy_cost: float,
+                     tardiness_cost: float) -> dict[str, float]:
+    """M9 deadline metrics and M8 per-node energy (module docstring)."""
+    jb = sim.jobs
+    has = np.isfinite(jb.deadline)
+    late = np.maximum(0.0, end_or_now[has] - jb.deadline[has])
+    out = {"deadline_misses": float((late > 0).sum()),
+           "avg_tardiness": float(late.mean()) if len(late) else 0.0,
+           "max_tardiness": float(late.max()) if len(late) else 0.0,
+           "total_cost": energy_cost + tardiness_cost * sim.options.tardiness_price}
+    energy, busy = node_books(sim)
+    start = 0
+    for spec in sim.scenario.cluster.nodes:
+        out[f"energy_kwh_node_{spec.name}"] = float(energy[start:start + spec.count].sum()) / 3.6e6
+        start += spec.count
+    on = busy.sum() if sim.options.idle_power == "busy_nodes" else len(busy) * sim.now
+    out["node_on_seconds"] = float(on)
+    return out
+
+
+def node_books(sim: "Simulator") -> tuple[np.ndarray, np.ndarray]:
+    """Per node: energy (J) and seconds hosting >= 1 worker, from 0 to now (the engine
+    integrates them lazily, at each change of a node's power)."""
+    run = sim.state.run
+    el = sim.now - run.node_t
+    energy = run.node_e + run.node_pw * el
+    busy = run.node_busy + np.where(run.node_units > 0, el, 0.0)
+    return energy, busy
 
 
 def _pct(x: np.ndarray, q: float) -> float:
@@ -252,6 +293,7 @@ def summarize(sim: "Simulator", jobs: pd.DataFrame | None = None,
     out["energy_cost"] = sim.energy_kwh * sim.options.energy_price * sim.options.pue
     end_or_now = np.where(done, js.end, sim.now)
     out["tardiness_cost"] = float((jb.weight * np.maximum(0.0, end_or_now - jb.deadline)).sum())
+    out.update(deadline_metrics(sim, end_or_now, out["energy_cost"], out["tardiness_cost"]))
     out["preemptions"] = float(js.n_preempt.sum())
     out["restarts"] = float(js.n_restart.sum())
     users = jb.user[done]
@@ -291,5 +333,41 @@ class Result:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, float]:
-        """Summary metrics as a dict (a copy), with ``stalled`` (bool): see ``stalled``."""
+        """Summary metrics as a dict (a copy), with ``stalled`` (bool): see ``stalled``.
+
+        Times are in seconds, energy in kWh, decision times in ms (module docstring).
+        """
         return {**self.metrics, "stalled": bool(self.stalled)}
+
+
+# ---------------------------------------------------------------- units (display only)
+
+#: Summary metrics that are durations (seconds in :meth:`Result.summary`).
+TIME_METRICS = ("avg_jct", "p50_jct", "p95_jct", "p99_jct", "avg_wait", "makespan")
+#: Display units of the other summary metrics ("" = a ratio or a count).
+METRIC_UNITS = {"energy_kwh": "kWh", "decision_time_p50": "ms", "decision_time_p99": "ms",
+                "energy_cost": "currency", "tardiness_cost": "s"}
+#: Readable time units, smallest first: (name, seconds per unit, below this many seconds).
+TIME_UNITS = (("s", 1.0, 120.0), ("min", 60.0, 7200.0), ("h", 3600.0, 3 * 86400.0),
+              ("days", 86400.0, float("inf")))
+
+
+def time_unit(seconds: float) -> tuple[str, float]:
+    """A readable unit for durations of about ``seconds``: ``(name, seconds per unit)``.
+
+    Seconds below 2 minutes, minutes below 2 hours, hours below 3 days, else days
+    (NaN or infinite: hours).
+    """
+    x = abs(float(seconds))
+    if not np.isfinite(x):
+        return "h", 3600.0
+    for name, size, below in TIME_UNITS:
+        if x < below:
+            return name, size
+    return "days", 86400.0  # pragma: no cover (the last bound is inf)
+
+
+def format_duration(seconds: float, digits: int = 3) -> str:
+    """``seconds`` in its readable unit, e.g. ``format_duration(5400) == "90 min"``."""
+    name, size = time_unit(seconds)
+    return f"{float(seconds) / size:.{digits}g} {name}"

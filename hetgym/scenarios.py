@@ -70,10 +70,12 @@ def default_cluster() -> ClusterSpec:
     ])
 
 
-def _hetero_small(n_jobs: int = 512, seed: int = 0, load: float = 0.6) -> Scenario:
+def _hetero_small(n_jobs: int = 512, seed: int = 0, load: float = 0.8) -> Scenario:
     """Default: the small hybrid cluster with a window of jobs from the shipped
-    Philly-derived Gavel traces (when the trace loaders are installed), else a
-    synthetic Philly-like workload. ``load`` scales arrival rates."""
+    Philly-derived Gavel traces (when the trace loaders are installed; see
+    :func:`hetgym.traces.defaults.philly_window`: CPU configurations by the AlloX rule,
+    even windows, disjoint across seeds), else a synthetic Philly-like workload.
+    ``load``: offered load on speed-weighted capacity (default 0.8)."""
     cluster = default_cluster()
     options = SimOptions(cpu_slot_cores=8)
     try:
@@ -131,7 +133,8 @@ register(DEFAULT, _hetero_small)
 register("synthetic-hybrid", _synthetic)
 register("toy-3jobs", _toy)
 
-_PRESET_MODULES = ("hetgym.traces.presets", "hetgym.presets.allox", "hetgym.presets.fitgpp")
+_PRESET_MODULES = ("hetgym.traces.presets", "hetgym.presets.allox", "hetgym.presets.fitgpp",
+                   "hetgym.presets.andreas", "hetgym.presets.hadar")
 _loaded = False
 
 

@@ -202,6 +202,11 @@ class SimOptions:
         placement: Default placement policy: ``"pack"``, ``"spread"`` or ``"topology"``.
         grace_period: Override of every job's grace period (``None``: the job table's).
         horizon: Stop the simulation at this time (s); jobs not done are unfinished.
+        idle_power: ``"always"`` (every node draws its idle power for the whole run) or
+            ``"busy_nodes"`` (a node draws idle power only while it hosts a worker).
+        tardiness_price: EUR per (weight x second) of tardiness in ``total_cost``.
+        checkpoint_unit: ``"seconds"`` (``checkpoint_interval`` is seconds of progress) or
+            ``"work"`` (it is iterations: a GP=0 preemption or a move keeps whole multiples).
         fork_sync_delay: Seconds without progress for a job holding >= 2 copies (forking,
             HadarE) when it is started/moved with copies and at every round boundary it keeps
             them (model consolidation); ``None`` = ``restart_delay``. With a restart delay at
@@ -223,12 +228,21 @@ class SimOptions:
     placement: str = "pack"
     grace_period: float | None = None
     horizon: float = float("inf")
+    idle_power: str = "always"
+    tardiness_price: float = 1.0
+    checkpoint_unit: str = "seconds"
     fork_sync_delay: float | None = None
     max_copies: int | None = None
 
     def __post_init__(self) -> None:
+        if self.idle_power not in ("always", "busy_nodes"):
+            raise ValueError(
+                f"SimOptions.idle_power must be 'always' or 'busy_nodes', got {self.idle_power!r}")
+        if self.checkpoint_unit not in ("seconds", "work"):
+            raise ValueError(
+                f"SimOptions.checkpoint_unit must be 'seconds' or 'work', got {self.checkpoint_unit!r}")
         for name in ("restart_delay", "checkpoint_interval", "energy_price", "pue",
-                     "topology_coeff", "network_distance"):
+                     "topology_coeff", "network_distance", "tardiness_price"):
             if getattr(self, name) < 0:
                 raise ValueError(f"SimOptions.{name} must be >= 0, got {getattr(self, name)}")
         if self.fork_sync_delay is not None and self.fork_sync_delay < 0:

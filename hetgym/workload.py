@@ -20,6 +20,10 @@ grace_period   float    optional (s), >= 0; default 0
 comm           float    optional communication intensity in [0, 1]; default 0
 forkable       bool     optional; default False
 job_type       str      optional model name; default ""
+min_workers    int      optional least gang size of an elastic job, 1..workers; default workers
+max_workers    int      optional largest gang size, >= workers; default workers
+scaling_exponent float  optional per-job scaling exponent in (0, 1]; default (NaN) the
+                        scenario's ``SimOptions.scaling_exponent``
 ============== ======== ===========================================================
 """
 
@@ -46,6 +50,9 @@ OPTIONAL_DEFAULTS: dict[str, object] = {
     "comm": 0.0,
     "forkable": False,
     "job_type": "",
+    "min_workers": np.nan,  # NaN: = workers
+    "max_workers": np.nan,  # NaN: = workers
+    "scaling_exponent": np.nan,  # NaN: SimOptions.scaling_exponent
 }
 
 
@@ -137,6 +144,16 @@ class Workload:
             check(col, ~np.isfinite(v) | (v < 0), "a finite number >= 0")
         comm = numeric("comm")
         check("comm", ~np.isfinite(comm) | (comm < 0) | (comm > 1), "a number in [0, 1]")
+        for col in ("min_workers", "max_workers"):
+            v = numeric(col)
+            v = np.where(np.isnan(v), w, v)
+            check(col, ~np.isfinite(v) | (v < 1) | (v != np.round(v)), "an integer >= 1")
+            out[col] = v.astype(np.int64)
+        check("min_workers", out["min_workers"].to_numpy() > w, "at most workers")
+        check("max_workers", out["max_workers"].to_numpy() < w, "at least workers")
+        se = numeric("scaling_exponent")
+        check("scaling_exponent", ~np.isnan(se) & ~((se > 0) & (se <= 1)), "a number in (0, 1] or empty")
+        out["scaling_exponent"] = se
         dl = numeric("deadline")
         check("deadline", np.isnan(dl), "a time (s) or +inf")
         cls_ok = out["job_class"].isin(["BE", "TE"]).to_numpy()
@@ -205,17 +222,20 @@ class Workload:
         if options.cpu_slot_cores is not None and "cpu" in devices:
             cpus_need[:, devices.index("cpu")] = float(options.cpu_slot_cores)
         nodes = cluster_nodes(cluster)
-        workers = fr["workers"].to_numpy(dtype=np.int64)
-        slots = gang_slots(workers, cpus_need, fr["mem_gb"].to_numpy(dtype=np.float64), nodes)
+        least = (fr["min_workers"] if "min_workers" in fr.columns else fr["workers"]).to_numpy(
+            dtype=np.int64)
+        slots = gang_slots(least, cpus_need, fr["mem_gb"].to_numpy(dtype=np.float64), nodes)
         # one device type holds the gang, or a mixed gang over the types where it can run
         # (task-level heterogeneity: Start with an explicit mixed placement)
-        fits_any = ((tput > 0) & (slots >= workers[:, None])).any(axis=1) | \
-            (np.where(tput > 0, slots, 0).sum(axis=1) >= workers)
+        fits_any = ((tput > 0) & (slots >= least[:, None])).any(axis=1) | \
+            (np.where(tput > 0, slots, 0).sum(axis=1) >= least)
         if not fits_any.all():
             i = int(np.flatnonzero(~fits_any)[0])
             row = fr.iloc[i]
             raise WorkloadError(
                 f"job table: job_id={row['job_id']} (row {i}) fits no node of the cluster: "
-                f"workers={row['workers']}, cpus={row['cpus']}, mem_gb={row['mem_gb']}, "
+                f"workers={row['workers']}"
+                + (f" (min_workers={row['min_workers']})" if row['min_workers'] != row['workers'] else "")
+                + f", cpus={row['cpus']}, mem_gb={row['mem_gb']}, "
                 f"throughputs {dict(zip(devices, tput[i]))}"
             )

@@ -1,12 +1,16 @@
 """Throughput benchmarks of the simulator and the environment.
 
-    python scripts/bench.py                 # both benchmarks, default sizes
+    python scripts/bench.py                 # simulator, env and batched env, default sizes
     python scripts/bench.py --jobs 100000 --env-steps 50000
+    python scripts/bench.py --skip-sim --batched 1,8,64,256 --train 4,16,64
 
 Prints (1) simulated events/s and wall time of FIFO over N synthetic jobs on a
 1,024-GPU hybrid cluster, with Numba compile time measured apart (a warm-up
-run on a tiny scenario in the same process), and (2) env steps/s of
-``HetCluster-v0`` under a uniformly random masked policy on the default scenario.
+run on a tiny scenario in the same process), (2) env steps/s of
+``HetCluster-v0`` under a uniformly random masked policy on the default scenario,
+(3) aggregate steps/s of the batched env (``gym.make_vec``) under the same policy
+for each N of ``--batched``, serial and with threads, and (4) with ``--train``,
+MaskablePPO training steps/s on the batched env for each N (one torch thread).
 """
 
 from __future__ import annotations
@@ -85,6 +89,61 @@ def bench_env(n_steps: int, seed: int = 0) -> dict[str, float]:
     return {"steps": n_steps, "episodes": episodes, "wall_s": wall, "steps_per_s": n_steps / wall}
 
 
+def bench_batched(n_envs: int, seconds: float, parallel: bool, seed: int = 0) -> dict[str, float]:
+    """Random masked policy on ``n_envs`` batched envs of the default scenario (autoreset
+    included): aggregate env steps per second of wall time."""
+    from hetgym.envs.batched import HetClusterVecEnv
+
+    vec = HetClusterVecEnv(num_envs=n_envs, parallel=parallel)
+    rng = np.random.default_rng(seed)
+    vec.reset(seed=seed)
+
+    def act() -> np.ndarray:
+        m = vec.action_masks()
+        return (rng.random(m.shape) * m).argmax(axis=1)  # uniform over the feasible actions
+
+    for _ in range(max(20, 2000 // n_envs)):  # warm-up (compile, first episodes)
+        vec.step(act())
+    steps = 0
+    t = time.perf_counter()
+    while time.perf_counter() - t < seconds:
+        for _ in range(10):
+            vec.step(act())
+        steps += 10 * n_envs
+    wall = time.perf_counter() - t
+    return {"n_envs": n_envs, "parallel": parallel, "steps": steps, "wall_s": wall,
+            "steps_per_s": steps / wall}
+
+
+def bench_train(n_envs: int, timesteps: int, seed: int = 0) -> dict[str, float]:
+    """MaskablePPO (MLP 128x128, n_steps so that a rollout has >= 2,048 steps) on
+    ``n_envs`` batched envs of the default scenario, one torch thread."""
+    import torch
+
+    from agents.envtools import EnvConfig
+    from agents.sb3 import AgentConfig, make_vec_env
+    from hetgym import scenarios
+
+    torch.set_num_threads(1)
+    venv = make_vec_env(scenarios.DEFAULT, EnvConfig(), n_envs=n_envs, seed=seed,
+                        vec_env="batched")
+    n_steps = max(16, 2048 // n_envs)
+    model = AgentConfig(n_steps=n_steps, batch_size=256, n_epochs=10).build(venv, seed=seed)
+    model.learn(n_steps * n_envs)  # warm-up
+    t = time.perf_counter()
+    model.learn(timesteps, reset_num_timesteps=False)
+    wall = time.perf_counter() - t
+    return {"n_envs": n_envs, "n_steps": n_steps, "timesteps": timesteps, "wall_s": wall,
+            "steps_per_s": timesteps / wall}
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}")
+
+
 def main() -> None:
     """Run the benchmarks and print the figures."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -92,6 +151,12 @@ def main() -> None:
     p.add_argument("--env-steps", type=int, default=50_000)
     p.add_argument("--skip-sim", action="store_true")
     p.add_argument("--skip-env", action="store_true")
+    p.add_argument("--batched", type=_ints, default=[1, 8, 64, 256],
+                   help="numbers of batched envs to measure (empty string: none)")
+    p.add_argument("--seconds", type=float, default=5.0, help="seconds per batched measurement")
+    p.add_argument("--train", type=_ints, default=[],
+                   help="numbers of batched envs for MaskablePPO training steps/s (needs torch)")
+    p.add_argument("--train-steps", type=int, default=20_000)
     a = p.parse_args()
     if not a.skip_sim:
         r = bench_sim(a.jobs)
@@ -105,6 +170,15 @@ def main() -> None:
         r = bench_env(a.env_steps)
         print(f"HetCluster-v0 random masked policy: {r['steps']:,} steps, {r['episodes']} episodes, "
               f"{r['wall_s']:.2f} s -> {r['steps_per_s']:,.0f} steps/s")
+    for n in a.batched:
+        for par in (False, True) if n >= 8 else (False,):
+            r = bench_batched(n, a.seconds, par)
+            print(f"batched HetCluster-v0, N={n:>4} ({'threads' if par else 'serial '}): "
+                  f"{r['steps']:,} steps in {r['wall_s']:.2f} s -> {r['steps_per_s']:,.0f} steps/s")
+    for n in a.train:
+        r = bench_train(n, a.train_steps)
+        print(f"MaskablePPO training on the batched env, N={n:>3} (n_steps {r['n_steps']}): "
+              f"{r['timesteps']:,} steps in {r['wall_s']:.1f} s -> {r['steps_per_s']:,.0f} steps/s")
 
 
 if __name__ == "__main__":

@@ -54,14 +54,16 @@ class Task:
     count_grace: bool = True  # diagnostic (PreemptiveFIFO.count_grace)
     tick: float | None = None  # diagnostic (PreemptiveFIFO.tick)
     load: float | None = None  # offered load (None: the generator's 2.0)
+    arrivals: str = "controlled"  # fitgpp-lab's arrivals: controlled (load kept) or open
 
 
 @lru_cache(maxsize=4)
-def _scenario(n_jobs: int, seed: int, P: int | None, load: float | None):
+def _scenario(n_jobs: int, seed: int, P: int | None, load: float | None,
+              arrivals: str = "controlled"):
     import hetgym
 
     return hetgym.scenarios.get("fitgpp-lab", n_jobs=n_jobs, seed=seed, max_preemptions=P,
-                                load=load)
+                                load=load, arrivals=arrivals)
 
 
 def make_scheduler(task: Task) -> Any:
@@ -106,7 +108,7 @@ def run_task(task: Task) -> dict[str, float]:
     """Simulate one task and return its metrics."""
     import hetgym
 
-    sc = _scenario(task.n_jobs, task.seed, task.P, task.load)
+    sc = _scenario(task.n_jobs, task.seed, task.P, task.load, task.arrivals)
     sched = make_scheduler(task)
     t0 = time.perf_counter()
     res = hetgym.simulate(sc, sched, seed=task.seed)
@@ -333,6 +335,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--p-values", type=str, default="1,2,3,4,inf")
     ap.add_argument("--load", type=float, default=None,
                     help="offered load of the workloads (default: the generator's 2.0)")
+    ap.add_argument("--arrivals", choices=("controlled", "open"), default="controlled",
+                    help="fitgpp-lab arrivals: load in the system kept at 2.0 under FIFO "
+                         "(default) or an offered load of 2.0 (open loop)")
     ap.add_argument("--img-dir", type=Path, default=Path("docs/img"))
     ap.add_argument("--out", type=Path, default=None, help="write the tables to this Markdown file")
     ap.add_argument("--csv", type=Path, default=None, help="write every run's metrics to this CSV")
@@ -346,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.paper:
         a.jobs, a.seeds = 2**16, max(a.seeds, 8)
     seeds = list(range(a.seeds))
-    T = partial(Task, load=a.load)
+    T = partial(Task, load=a.load, arrivals=a.arrivals)
     t0 = time.perf_counter()
     tasks = [T(al, sd, a.jobs) for sd in seeds for al in ("FIFO", "FIFO-split", "LRTP", "RAND", "FitGpp")]
     n_main = len(tasks)

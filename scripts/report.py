@@ -68,8 +68,9 @@ def summary_tables(runs: pd.DataFrame, metrics: Sequence[str]) -> tuple[str, pd.
         if "avg_jct_mean" in agg_all:
             agg_all = rank(agg_all)
         seeds = sorted(r["seed"].unique().tolist())
-        parts.append(f"## {scen}\n\nseeds {seeds}; mean ± std over seeds "
-                     "(times in s, energy in kWh)\n\n" + format_table(agg_all, metrics) + "\n")
+        parts.append(f"## {scen}\n\nseeds {seeds}; mean ± std over seeds, best avg JCT first; "
+                     "times in the unit of each column header\n\n"
+                     + format_table(agg_all, metrics) + "\n")
         frames.append(agg_all.reset_index().assign(scenario=scen))
     csv = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     if len(csv):
@@ -97,8 +98,11 @@ def _save(fig: Any, path: Path) -> None:
 
 def jct_cdf_figure(runs: pd.DataFrame, order: Sequence[str]) -> Any:
     """CDF of JCT per scheduler over the finished jobs of all its runs."""
+    from hetgym.metrics import time_unit
+
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
+    fig, ax = plt.subplots(figsize=(8.0 if len(order) > 6 else 6.4, 4.0), dpi=100)
+    curves: dict[str, np.ndarray] = {}
     for name in order:
         jct = []
         for p in runs.loc[runs["scheduler"] == name, "path"]:
@@ -107,17 +111,29 @@ def jct_cdf_figure(runs: pd.DataFrame, order: Sequence[str]) -> Any:
                 j = pd.read_parquet(f, columns=["jct", "finished"])
                 jct.append(j.loc[j["finished"], "jct"].to_numpy())
         x = np.sort(np.concatenate(jct)) if jct else np.zeros(0)
-        x = x[np.isfinite(x)]
+        curves[name] = x[np.isfinite(x)]
+    both = [c for c in curves.values() if len(c)]
+    unit, size = time_unit(float(np.median(np.concatenate(both)))) if both else ("s", 1.0)
+    for name, x in curves.items():
         if len(x):
-            ax.step(np.maximum(x, 1e-3), np.arange(1, len(x) + 1) / len(x), where="post", label=name)
+            ax.step(np.maximum(x / size, 1e-6), np.arange(1, len(x) + 1) / len(x), where="post",
+                    label=name)
     ax.set_xscale("log")
-    ax.set_xlabel("job completion time (s)")
+    ax.set_xlabel(f"job completion time ({unit}, log scale)")
     ax.set_ylabel("fraction of jobs")
     ax.set_title("JCT CDF (all seeds)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    _legend(ax, len(order))
     fig.tight_layout()
     return fig
+
+
+def _legend(ax: Any, n: int) -> None:
+    """A readable legend: 9-pt text, beside the axes when there are many entries."""
+    if n > 6:
+        ax.legend(fontsize=9, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    else:
+        ax.legend(fontsize=9)
 
 
 def busy_over_time(run_dir: Path, devices: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -149,11 +165,14 @@ def busy_over_time(run_dir: Path, devices: list[str]) -> dict[str, tuple[np.ndar
 
 def utilisation_figure(runs: pd.DataFrame, order: Sequence[str]) -> Any:
     """Busy fraction of each device type over time, one line per scheduler (first seed)."""
+    from hetgym.metrics import time_unit
+
     plt = _plt()
     first = runs.sort_values("seed").groupby("scheduler", sort=False).head(1).set_index("scheduler")
     meta = json.loads((Path(first["path"].iloc[0]) / "metrics.json").read_text())
     devices, slots = meta["devices"], meta.get("slots", {})
-    fig, axes = plt.subplots(len(devices), 1, figsize=(6.4, 1.4 + 1.2 * len(devices)),
+    unit, size = time_unit(float(first["makespan"].max()) if "makespan" in first else 1.0)
+    fig, axes = plt.subplots(len(devices), 1, figsize=(8.0, 1.4 + 1.2 * len(devices)),
                              dpi=100, sharex=True, squeeze=False)
     for name in order:
         if name not in first.index:
@@ -162,14 +181,14 @@ def utilisation_figure(runs: pd.DataFrame, order: Sequence[str]) -> Any:
         for ax, d in zip(axes[:, 0], devices):
             t, b = busy[d]
             cap = float(slots.get(d) or max(b.max(initial=0), 1))
-            ax.step(t, b / cap, where="post", label=name, lw=0.8)
+            ax.step(t / size, b / cap, where="post", label=name, lw=0.8)
     for ax, d in zip(axes[:, 0], devices):
         ax.set_ylabel(d, fontsize=8)
         ax.set_ylim(0, 1.05)
         ax.grid(alpha=0.3)
     axes[0, 0].set_title(f"busy fraction per device type (seed {int(first['seed'].min())})")
-    axes[0, 0].legend(fontsize=6, ncol=min(4, len(order)), loc="upper right")
-    axes[-1, 0].set_xlabel("time (s)")
+    _legend(axes[0, 0], 99)
+    axes[-1, 0].set_xlabel(f"time ({unit})")
     fig.tight_layout()
     return fig
 

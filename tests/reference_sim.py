@@ -32,6 +32,13 @@ iterations when a checkpoint interval is set. Every start after the first
 pays the restart delay. Rate = W x min per-worker throughput x
 W ** (exponent - 1) x topology factor.
 
+Elastic jobs (``min_workers``/``max_workers``): an explicit placement of g workers with
+min <= g <= max is valid; W above is then g, and the exponent is the job's own
+``scaling_exponent`` (default the scenario's). With ``idle_power="busy_nodes"`` a node
+draws its idle power only while it hosts a worker; energy is kept per node as well.
+With ``checkpoint_unit="work"`` a GP=0 preemption keeps the completed work rounded
+down to a multiple of ``checkpoint_interval`` iterations.
+
 Public entry point: :func:`simulate`.
 """
 
@@ -96,6 +103,9 @@ class RJob:
     deadline: float
     weight: float
     forkable: bool
+    min_workers: int = 1
+    max_workers: int = 1
+    exponent: float = 1.0
     status: int = FUTURE
     remaining: float = 0.0
     rate: float = 0.0
@@ -214,12 +224,13 @@ def place(nodes: list[RNode], dev: int, workers: int, need_cpus: float, need_mem
 
 def job_rate(job: RJob, alloc: list[tuple[int, int]], nodes: list[RNode], exponent: float,
              coeff: float, network_distance: float) -> float:
-    """W x slowest worker's throughput x W**(exponent-1) x topology factor."""
+    """W x slowest worker's throughput x W**(e-1) x topology factor (W = len(alloc), e = the
+    job's own exponent; ``exponent``, the scenario's, is its default)."""
     w = len(alloc)
     slowest = min(job.tput[nodes[n].device] for n, _ in alloc)
     rate = w * slowest
-    if exponent != 1.0:
-        rate *= w ** (exponent - 1.0)
+    if job.exponent != 1.0:
+        rate *= w ** (job.exponent - 1.0)
     if w > 1 and job.comm > 0 and coeff > 0:
         total = 0.0
         for a in range(w):
@@ -281,7 +292,10 @@ class RefSim:
                 tput=[float(row[f"tput_{d}"]) for d in self.devices], cpus_need=need,
                 mem=float(row["mem_gb"]), grace=grace, comm=float(row["comm"]),
                 deadline=float(row["deadline"]), weight=float(row["weight"]),
-                forkable=bool(row["forkable"]), remaining=float(row["work"])))
+                forkable=bool(row["forkable"]), remaining=float(row["work"]),
+                min_workers=_int_or(row.get("min_workers"), int(row["workers"])),
+                max_workers=_int_or(row.get("max_workers"), int(row["workers"])),
+                exponent=_float_or(row.get("scaling_exponent"), float(opts.scaling_exponent))))
         self.n_users = len(users)
         self.service = [0.0] * self.n_users
         self.now = 0.0
@@ -293,6 +307,9 @@ class RefSim:
         self.wakeup = math.inf  # the scheduler's next wake-up
         self.rng = np.random.default_rng(seed)
         self.energy_j = 0.0
+        self.busy_nodes = opts.idle_power == "busy_nodes"
+        self.node_energy = [0.0] * len(self.nodes)
+        self.node_busy = [0.0] * len(self.nodes)
         self.busy_time = {d: 0.0 for d in self.devices}
         self.events = 0
         self.decision_points = 0
@@ -306,7 +323,6 @@ class RefSim:
             self.max_copies = max(1, sum(1 for n in self.nodes if n.gpus > 0))
         else:
             self.max_copies = 1
-        self.node_busy = [0.0] * len(self.nodes)  # seconds with >= 1 GPU held
         self.view = RefView(self)
 
     # ---------------------------------------------------------------- events
@@ -328,7 +344,7 @@ class RefSim:
         return min(times)
 
     def _power_and_busy(self) -> tuple[float, dict[str, float]]:
-        power = sum(n.idle_w for n in self.nodes)
+        power = sum(n.idle_w for n in self.nodes) if not self.busy_nodes else 0.0
         busy = {d: 0.0 for d in self.devices}
         for job in self._holding():
             for n, g in job.alloc:
@@ -340,7 +356,24 @@ class RefSim:
                     cores = job.cpus_need[node.device]
                     power += node.core_w * cores
                     busy[self.devices[node.device]] += cores
+        if self.busy_nodes:
+            power += sum(self.nodes[n].idle_w for n in self._hosting())
         return power, busy
+
+    def _hosting(self) -> set[int]:
+        """Nodes with at least one worker now."""
+        return {n for job in self._holding() for n, _ in job.alloc}
+
+    def _node_power(self) -> list[float]:
+        """Each node's power now (W): idle (always, or while hosting) + its busy units."""
+        hosting = self._hosting()
+        out = [n.idle_w if (not self.busy_nodes or k in hosting) else 0.0
+               for k, n in enumerate(self.nodes)]
+        for job in self._holding():
+            for n, g in job.alloc:
+                node = self.nodes[n]
+                out[n] += node.gpu_w if g >= 0 else node.core_w * job.cpus_need[node.device]
+        return out
 
     def _move_time_to(self, t: float) -> None:
         assert t >= self.now, f"time went back from {self.now} to {t}"
@@ -351,11 +384,12 @@ class RefSim:
                 since = max(self.now, job.resume_at)
                 if t > since:
                     job.remaining -= job.rate * (t - since)
-                self.service[job.user] += job.workers * job.copies * dt
+                self.service[job.user] += len(job.alloc) * dt
                 job.gpu_seconds += sum(1 for _, g in job.alloc if g >= 0) * dt
-                busy_nodes.update(n for n, g in job.alloc if g >= 0)
-            for n in busy_nodes:
-                self.node_busy[n] += dt
+            for k, p in enumerate(self._node_power()):
+                self.node_energy[k] += p * dt
+            for k in self._hosting():
+                self.node_busy[k] += dt
             power, busy = self._power_and_busy()
             self.energy_j += power * dt
             for d, b in busy.items():
@@ -447,7 +481,7 @@ class RefSim:
             alloc = self._check_parts(job, parts)
             devs = {nodes[n].device for n, _ in alloc}
             dev = devs.pop() if len(devs) == 1 else -2
-        delay = self.fork_sync if len(alloc) >= 2 * job.workers else 0.0
+        delay = self.fork_sync if len(alloc) > job.max_workers else 0.0
         if math.isnan(job.first_start):
             job.first_start = self.now
             job.resume_at = self.now + delay
@@ -464,8 +498,9 @@ class RefSim:
         nodes = self.nodes
         self._book(job, alloc, +1)
         job.alloc = alloc
-        w = job.workers
-        job.copies = len(alloc) // w
+        # more workers than the largest gang: copies of a (fixed-gang) forkable job
+        job.copies = len(alloc) // job.workers if len(alloc) > job.max_workers else 1
+        w = len(alloc) // job.copies
         job.rate = sum(job_rate(job, alloc[c * w:(c + 1) * w], nodes, self.options.scaling_exponent,
                                 self.options.topology_coeff, self.options.network_distance)
                        for c in range(job.copies))
@@ -495,7 +530,7 @@ class RefSim:
         self._lose_since_checkpoint(job)
         self._release(j)
         job.n_restart += 1
-        delay = self.fork_sync if len(alloc) >= 2 * job.workers else 0.0
+        delay = self.fork_sync if len(alloc) > job.max_workers else 0.0
         job.resume_at = self.now + max(self.options.restart_delay, delay)
         devs = {self.nodes[n].device for n, _ in alloc}
         self._take(j, alloc, devs.pop() if len(devs) == 1 else -2)
@@ -507,7 +542,7 @@ class RefSim:
         alloc: list[tuple[int, int]] = []
         for p in parts:
             part = list(zip([int(x) for x in p.nodes], [int(x) for x in p.gpus]))
-            self._check_explicit(job, alloc + part, len(part))
+            self._check_explicit(job, alloc + part, len(part) if len(parts) > 1 else None)
             alloc += part
         return alloc
 
@@ -533,11 +568,11 @@ class RefSim:
 
     def _check_explicit(self, job: RJob, alloc: list[tuple[int, int]],
                         gang: int | None = None) -> None:
-        """Check a placement; with ``gang``, ``alloc`` is the copies so far plus one copy
-        of ``gang`` workers (all checked together against free resources)."""
-        if len(alloc) != job.workers and gang != job.workers:
-            raise SchedulingError(f"Start: job {job.index} has {job.workers} workers, "
-                                  f"placement has {len(alloc)}")
+        """Check a placement; with ``gang`` (copies), ``alloc`` is the copies so far plus
+        one copy of ``gang`` workers, all checked together against free resources."""
+        if gang is None and not job.min_workers <= len(alloc) <= job.max_workers:
+            raise SchedulingError(f"Start: job {job.index} takes {job.min_workers}.."
+                                  f"{job.max_workers} workers, placement has {len(alloc)}")
         need_c: dict[int, float] = {}
         need_m: dict[int, float] = {}
         seen = set()
@@ -604,7 +639,11 @@ class RefSim:
 
     def _lose_since_checkpoint(self, job: RJob) -> None:
         interval = self.options.checkpoint_interval
-        if interval > 0:
+        if interval > 0 and self.options.checkpoint_unit == "work":
+            done = job.work - job.remaining
+            snapshots = math.floor(done / interval + 1e-9 * max(1.0, done / interval))
+            job.remaining = max(job.remaining, job.work - snapshots * interval)
+        elif interval > 0:
             progressed = max(0.0, self.now - job.resume_at)
             lost = math.fmod(progressed, interval) * job.rate
             job.remaining = min(job.work, job.remaining + lost)
@@ -634,6 +673,14 @@ class RefSim:
             assert abs(node.cpus - cores - node.free_cpus) < 1e-6
             assert node.free_cpus > -1e-6 and node.free_mem > -1e-6
             assert node.free_gpus == node.gpus - sum(1 for _, g in held if g >= 0) >= 0
+
+
+def _int_or(v: Any, default: int) -> int:
+    return default if v is None or (isinstance(v, float) and math.isnan(v)) else int(v)
+
+
+def _float_or(v: Any, default: float) -> float:
+    return default if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
 
 # ------------------------------------------------------------------------- view
@@ -739,12 +786,17 @@ class RefView:
         self.grace = _ro([j.grace for j in jobs], np.float64)
         self.comm = _ro([j.comm for j in jobs], np.float64)
         self.forkable = _ro([j.forkable for j in jobs], np.bool_)
+        self.min_workers = _ro([j.min_workers for j in jobs], np.int64)
+        self.max_workers = _ro([j.max_workers for j in jobs], np.int64)
+        self.scale_exp = _ro([j.exponent for j in jobs], np.float64)
         self.node_device = _ro([n.device for n in sim.nodes], np.int64)
         self.node_gpus = _ro([n.gpus for n in sim.nodes], np.int64)
         self.node_cpus = _ro([n.cpus for n in sim.nodes], np.float64)
         self.node_mem = _ro([n.mem for n in sim.nodes], np.float64)
+        self.node_idle_w = _ro([n.idle_w for n in sim.nodes], np.float64)
+        self.node_gpu_w = _ro([n.gpu_w for n in sim.nodes], np.float64)
         self.dev_is_cpu = _ro([d == "cpu" for d in sim.devices], np.bool_)
-        self._wmax = max(j.workers for j in jobs) * sim.max_copies
+        self._wmax = max(j.max_workers for j in jobs) * sim.max_copies
 
     # dynamic job state
     def _jobs(self, attr: str, dtype: Any) -> np.ndarray:
@@ -759,6 +811,8 @@ class RefView:
     first_start = property(lambda self: self._jobs("first_start", np.float64))
     exec_time = property(lambda self: self._jobs("exec_time", np.float64))
     n_copies = property(lambda self: self._jobs("copies", np.int64))
+    nworkers = property(lambda self: _ro([len(j.alloc) if j.alloc else 0 for j in self._sim.jobs],
+                                         np.int64))
     run_start = property(lambda self: self._jobs("run_start", np.float64))
 
     def attained_service(self, job: int | None = None) -> Any:
@@ -878,13 +932,13 @@ class RefView:
     def any_room(self) -> bool:
         return True
 
-    def duration(self, job: int, dev: int) -> float:
+    def duration(self, job: int, dev: int, g: int | None = None) -> float:
         jb = self._sim.jobs[int(job)]
         t = jb.tput[dev]
         if t <= 0 or not _can_hold(self, int(job), dev):
             return math.inf
-        w = jb.workers
-        return float(jb.work / (w * t * w ** (self.options.scaling_exponent - 1.0)))
+        w = jb.workers if g is None else int(g)
+        return float(jb.work / (w * t * w ** (jb.exponent - 1.0)))
 
     def durations(self, jobs: Any, remaining: bool = False) -> np.ndarray:
         out = np.empty((len(jobs), len(self.devices)))
@@ -892,7 +946,7 @@ class RefView:
             jb = self._sim.jobs[j]
             work = jb.remaining if remaining else jb.work
             w = float(jb.workers)
-            eff = w ** (self.options.scaling_exponent - 1.0)
+            eff = w ** (jb.exponent - 1.0)
             for c, t in enumerate(jb.tput):
                 ok = t > 0 and _can_hold(self, j, c)
                 out[r, c] = work / (w * t * eff) if ok else math.inf
@@ -909,7 +963,7 @@ def _can_hold(view: Any, job: int, dev: int) -> bool:
         if n.device != dev:
             continue
         total += slots_on_node(n.is_cpu, jb.cpus_need[dev], jb.mem, n.gpus, n.cpus, n.mem)
-    return total >= jb.workers
+    return total >= jb.min_workers
 
 
 # ----------------------------------------------------------------------- runner
@@ -941,6 +995,7 @@ class RefResult:
     segments: list[tuple[int, float, float, int]]
     stalled: bool = False
     segment_gpus: list[int] = field(default_factory=list)
+    node_energy: list[float] = field(default_factory=list)
     node_busy: list[float] = field(default_factory=list)
 
 
@@ -999,5 +1054,6 @@ def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -
                      now=sim.now, decision_points=sim.decision_points, events=sim.events,
                      service=list(sim.service), segments=list(sim.segments),
                      segment_gpus=list(sim.segment_gpus), node_busy=list(sim.node_busy),
+                     node_energy=list(sim.node_energy),
                      stalled=not all(j.status == DONE for j in sim.jobs)
                      and sim.now < sim.options.horizon)

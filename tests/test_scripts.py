@@ -61,3 +61,31 @@ def test_report(sweep):
     assert len(runs) == 4 and set(runs["seed"]) == {0, 1}
     md = (out / "report.md").read_text()
     assert md.count("\n| ") >= 3  # header + 2 schedulers
+
+
+def test_report_labels_units(sweep):
+    """report.md names the unit of every time column (a readable one, not raw seconds)."""
+    out = sweep / "rep_units"
+    _run([str(ROOT / "scripts" / "report.py"), str(sweep), "--out", str(out), "--no-plots"], cwd=sweep)
+    md = (out / "report.md").read_text()
+    head = next(line for line in md.splitlines() if line.startswith("| scheduler"))
+    assert "avg JCT (" in head and "makespan (" in head and "energy (kWh)" in head
+    assert "avg_jct" not in head
+
+
+def test_plots_label_time_units_and_legends_are_readable(sweep):
+    """The plots' time axes name a readable unit; legends use 9-pt text."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("report_script", ROOT / "scripts" / "report.py")
+    rep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rep)
+    runs = rep.load_runs(sweep)
+    order = ["fifo", "sjf"]
+    fig = rep.jct_cdf_figure(runs, order)
+    ax = fig.axes[0]
+    assert ax.get_xlabel().split("(")[1].split(",")[0] in ("s", "min", "h", "days")
+    assert all(t.get_fontsize() >= 9 for t in ax.get_legend().get_texts())
+    fig = rep.utilisation_figure(runs, order)
+    assert fig.axes[-1].get_xlabel() in ("time (s)", "time (min)", "time (h)", "time (days)")
+    assert all(t.get_fontsize() >= 9 for t in fig.axes[0].get_legend().get_texts())

@@ -82,7 +82,7 @@ def test_rank_puts_stalled_schedulers_last():
 def test_table_marks_stalled_rows():
     table = format_table(rank(aggregate(_runs(), ["avg_jct"])), ["avg_jct"])
     lines = table.splitlines()
-    assert lines[0] == "| scheduler | runs | stalled | avg_jct |"
+    assert lines[0] == "| scheduler | runs | stalled | avg JCT (s) |"
     assert lines[2].startswith("| good | 2 | 0 | 11 ± 1 |")
     assert lines[4].startswith("| stuck * | 2 | 1 | 1.5 ± 0.5 |")
     assert "stalled" in lines[-1] and lines[-1].startswith("\\*")

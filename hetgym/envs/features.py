@@ -2,22 +2,23 @@
 
 Flat float32 vector, every entry in [-1, 1]. ``K`` = window, ``C`` = device
 types, ``R`` = preemption window (0 unless ``preemption=True``).
-``squash(x, s) = x / (x + s)`` maps [0, inf) to [0, 1).
+``squash(x, s) = x / (x + s)`` maps [0, inf) to [0, 1). ``T`` is the env's
+``time_scale`` (3600 s by default; a day suits traces of multi-day jobs).
 
 ========================  =====================================================
 block (size)              feature
 ========================  =====================================================
-job k (K x (6 + C))       present (1/0); squash(wait so far, 3600 s);
-                          squash(remaining work as best-device duration, 3600 s);
-                          workers / max workers of the workload;
+job k (K x (6 + C))       present (1/0); squash(wait so far, T);
+                          squash(remaining work as best-device duration, T);
+                          workers / max workers of the whole workload (not the window);
                           TE class (1/0); deadline slack tanh((deadline - now -
-                          best duration) / 3600 s), 1 if none;
-                          per device c: squash(remaining duration on c, 3600 s),
+                          best duration) / T), 1 if none;
+                          per device c: squash(remaining duration on c, T),
                           -1 if the job cannot run on c
 device c (C x 3)          free fraction; capacity / largest capacity;
                           squash(waiting workers whose fastest type is c /
                           capacity, 1)
-running r (R x 4)         present; squash(remaining time, 3600 s);
+running r (R x 4)         present; squash(remaining time, T);
                           workers / max workers; preemptions / (limit or 1), capped at 1
 global (4)                squash(queue length, K); squash(running jobs, K);
                           arrived / total jobs; done / total jobs
@@ -36,12 +37,13 @@ from hetgym.sim.state import ACC_NOW, CTR_ARR, CTR_DONE, CTR_Q, CTR_QHEAD, CTR_Q
 
 __all__ = ["obs_size", "observe_nb", "Feature", "layout", "time_feature_index", "SCALE"]
 
+#: Default ``time_scale`` (s) of the time features.
 SCALE = 3600.0
 
 
 class Feature(NamedTuple):
     """One entry of the observation vector: its index, block, slot and name, and whether
-    it is ``squash(time, SCALE)`` (a ``time`` feature)."""
+    it is ``squash(time, time_scale)`` (a ``time`` feature)."""
 
     index: int
     block: str   # "job", "device", "running", "global"
@@ -108,6 +110,7 @@ def observe_nb(P, S, EP, ES):
     out = ES.obs
     now = run.acc[ACC_NOW]
     e = P.opts.scaling_exponent
+    ts = EP.time_scale
     out[:] = 0.0
     c_n = jobs.tput.shape[1]
     f = 6 + c_n
@@ -119,17 +122,17 @@ def observe_nb(P, S, EP, ES):
         rem = js.remaining[j]
         best = best_duration_nb(rem, j, jobs, e)
         out[b] = 1.0
-        out[b + 1] = _sq(now - jobs.arrival[j], SCALE)
-        out[b + 2] = _sq(best, SCALE)
+        out[b + 1] = _sq(now - jobs.arrival[j], ts)
+        out[b + 2] = _sq(best, ts)
         out[b + 3] = w / EP.max_workers
         out[b + 4] = 1.0 if jobs.job_class[j] == 1 else 0.0
         if np.isinf(jobs.deadline[j]):
             out[b + 5] = 1.0
         else:
-            out[b + 5] = np.tanh((jobs.deadline[j] - now - best) / SCALE)
+            out[b + 5] = np.tanh((jobs.deadline[j] - now - best) / ts)
         for c in range(c_n):
             if jobs.tput[j, c] > 0 and jobs.holdable[j, c]:
-                out[b + 6 + c] = _sq(duration_nb(rem, w, jobs.tput[j, c], e), SCALE)
+                out[b + 6 + c] = _sq(duration_nb(rem, w, jobs.tput[j, c], e), ts)
             else:
                 out[b + 6 + c] = -1.0
     b0 = k_n * f
@@ -158,7 +161,7 @@ def observe_nb(P, S, EP, ES):
         j = ES.rwin[r]
         b = b0 + r * 4
         out[b] = 1.0
-        out[b + 1] = _sq(best_duration_nb(js.remaining[j], j, jobs, e), SCALE)
+        out[b + 1] = _sq(best_duration_nb(js.remaining[j], j, jobs, e), ts)
         out[b + 2] = jobs.workers[j] / EP.max_workers
         out[b + 3] = min(1.0, js.n_preempt[j] / max(lim, 1.0))
     b0 += EP.run_window * 4

@@ -12,13 +12,15 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
+from numba.typed import List
 
 from hetgym.envs.features import observe_nb
 from hetgym.sim.codes import RUNNING
-from hetgym.sim.events import STEP_MOVED, STEP_NONE, place_start_nb, step_nb
+from hetgym.sim.events import STEP_LOG_FULL, STEP_MOVED, STEP_NONE, place_start_nb, preempt_nb, step_nb
 from hetgym.sim.kernels import mask_nb, queue_compact_nb
 from hetgym.sim.state import (
+    ACC_ENERGY,
     ACC_NOW,
     CTR_ARR,
     CTR_DONE,
@@ -28,13 +30,21 @@ from hetgym.sim.state import (
     CTR_RUN,
 )
 
-__all__ = ["EnvParams", "EnvState", "decide_point_nb", "update_mask_nb", "refresh_nb", "start_and_decide_nb",
-           "REW_JCT", "REW_SLOWDOWN", "REW_MAKESPAN", "REW_TARDINESS", "REW_INV_BEST"]
+__all__ = ["EnvParams", "EnvState", "decide_point_nb", "update_mask_nb", "refresh_nb",
+           "start_and_decide_nb", "act_nb", "step_reward_nb", "step_batch_nb", "step_batch_par_nb", "finish_row_nb",
+           "new_batch_nb", "set_batch_nb",
+           "REW_JCT", "REW_SLOWDOWN", "REW_MAKESPAN", "REW_TARDINESS", "REW_INV_BEST",
+           "REW_ENERGY_SEEN", "N_REW", "ACT_NOOP", "ACT_INVALID", "ACT_GROW"]
 
 #: Entries of ``EnvState.rew``: the step's terms (signed and scaled, see
-#: :mod:`hetgym.envs.reward`) and the running sum of 1 / best duration over the
-#: jobs in the system.
-REW_JCT, REW_SLOWDOWN, REW_MAKESPAN, REW_TARDINESS, REW_INV_BEST = range(5)
+#: :mod:`hetgym.envs.reward`), the running sum of 1 / best duration over the
+#: jobs in the system, and the energy (J) when the terms were last read.
+REW_JCT, REW_SLOWDOWN, REW_MAKESPAN, REW_TARDINESS, REW_INV_BEST, REW_ENERGY_SEEN = range(6)
+N_REW = 6
+#: Codes of :func:`act_nb` besides those of :func:`decide_point_nb` (and ``100 +`` a
+#: start code): an infeasible action that did nothing (waiting masked), an infeasible
+#: action refused (``invalid_action="raise"``), and "grow the segment log and act again".
+ACT_NOOP, ACT_INVALID, ACT_GROW = 50, 51, 52
 
 
 class EnvParams(NamedTuple):
@@ -46,6 +56,11 @@ class EnvParams(NamedTuple):
     cap_dev: np.ndarray    # float64[C], capacity per device type
     max_cap: float
     max_workers: float
+    time_scale: float       # s, of the squashed time features
+    raise_invalid: bool     # invalid_action == "raise"
+    term_idx: np.ndarray    # int64[m], reward terms with a weight (TERMS order indices)
+    term_w: np.ndarray      # float64[m], their weights, in the objective's order
+    energy_price: float     # EUR per J (price x PUE / 3.6e6)
 
 
 class EnvState(NamedTuple):
@@ -56,7 +71,7 @@ class EnvState(NamedTuple):
     nwin: np.ndarray     # int64[2], filled lengths of win / rwin
     mask2d: np.ndarray   # bool[K, C]
     mask: np.ndarray     # bool[K*C + R + 1]
-    rew: np.ndarray      # float64[5], see REW_*
+    rew: np.ndarray      # float64[N_REW], see REW_*
     obs: np.ndarray      # float32[obs_size]
     scratch: np.ndarray  # float64[C]
 
@@ -179,3 +194,137 @@ def start_and_decide_nb(job, dev, P, S, EP, ES):
     # job < 0 is a run-time False: a constant would compile decide_point_nb again for a
     # literal argument (see hetgym.sim.events)
     return decide_point_nb(job < 0, P, S, EP, ES)
+
+
+@njit(cache=True)
+def act_nb(a, P, S, EP, ES):
+    """Apply action ``a`` of ``HetCluster-v0`` (see its docstring) and run to the next
+    decision point; the one action rule of the single and the batched env.
+
+    An infeasible action is refused (``ACT_INVALID``) when ``EP.raise_invalid``, does
+    nothing (``ACT_NOOP``) when waiting is masked too, and waits otherwise. Returns the
+    code of :func:`decide_point_nb`, ``ACT_NOOP``, ``ACT_INVALID``, ``ACT_GROW`` (a
+    preemption needs a bigger segment log; nothing done) or ``100 +`` a start code.
+    """
+    c_n = P.jobs.tput.shape[1]
+    n_start = ES.win.shape[0] * c_n
+    wait = n_start + EP.run_window
+    force = a >= 0  # a run-time True (see hetgym.sim.events)
+    if not ES.mask[a]:
+        if EP.raise_invalid:
+            return ACT_INVALID
+        if not ES.mask[wait]:
+            return ACT_NOOP
+        return decide_point_nb(force, P, S, EP, ES)
+    if a == wait:
+        return decide_point_nb(force, P, S, EP, ES)
+    if a < n_start:
+        return start_and_decide_nb(ES.win[a // c_n], a % c_n, P, S, EP, ES)
+    if preempt_nb(ES.rwin[a - n_start], P, S) == STEP_LOG_FULL:
+        return ACT_GROW
+    return decide_point_nb(a < 0, P, S, EP, ES)
+
+
+@njit(cache=True, inline="always")
+def step_reward_nb(S, EP, ES, terms):
+    """The step's reward terms into ``terms`` (float64[5], ``reward.TERMS`` order) and their
+    weighted sum; zeroes the per-step accumulators (as ``RewardTracker.terms`` does)."""
+    rew = ES.rew
+    e = S.run.acc[ACC_ENERGY]
+    terms[0] = rew[REW_JCT]
+    terms[1] = rew[REW_SLOWDOWN]
+    terms[2] = rew[REW_MAKESPAN]
+    terms[3] = -(e - rew[REW_ENERGY_SEEN]) * EP.energy_price
+    terms[4] = rew[REW_TARDINESS]
+    rew[REW_ENERGY_SEEN] = e
+    for k in range(4):
+        rew[k] = 0.0
+    total = 0.0
+    for m in range(EP.term_idx.shape[0]):
+        total += EP.term_w[m] * terms[EP.term_idx[m]]
+    return total
+
+
+@njit(cache=True, inline="always")
+def _step_one_nb(i, actions, envs, steps, stuck, max_steps, codes, rewards, terms, term, trunc,
+                 obs, masks, stat):
+    a = actions[i]
+    if a < 0:
+        return
+    P, S, EP, ES = envs[i]
+    steps[i] += 1
+    code = act_nb(a, P, S, EP, ES)
+    codes[i] = code
+    if code < 0 or code >= ACT_INVALID:
+        return
+    if code != ACT_NOOP:
+        stuck[i] = code == 0
+    finish_step_nb(i, P, S, EP, ES, steps, stuck, max_steps, rewards, terms, term, trunc, obs,
+                   masks, stat)
+
+
+@njit(cache=True)
+def step_batch_nb(actions, envs, steps, stuck, max_steps, codes, rewards, terms, term, trunc,
+                  obs, masks, stat):
+    """One step of every env of a batch (``envs[i] = (P, S, EP, ES)``): :func:`act_nb`,
+    then row ``i`` of the outputs (:func:`finish_step_nb`). Envs with ``actions[i] < 0``
+    are skipped (being reset). An env whose code is exceptional (``codes[i]`` < 0 or
+    >= ``ACT_INVALID``) is left for the caller to finish (a bigger segment log, an
+    error); its outputs are not written."""
+    for i in range(len(envs)):
+        _step_one_nb(i, actions, envs, steps, stuck, max_steps, codes, rewards, terms, term,
+                     trunc, obs, masks, stat)
+
+
+@njit(cache=True, parallel=True)
+def step_batch_par_nb(actions, envs, steps, stuck, max_steps, codes, rewards, terms, term,
+                      trunc, obs, masks, stat):
+    """:func:`step_batch_nb` with the envs spread over Numba's threads (envs share no
+    writable state: each has its own ``S``, ``EP``, ``ES`` and output rows)."""
+    for k in prange(len(envs)):
+        _step_one_nb(np.int64(k), actions, envs, steps, stuck, max_steps, codes, rewards, terms, term,
+                     trunc, obs, masks, stat)
+
+
+@njit(cache=True, inline="always")
+def finish_step_nb(i, P, S, EP, ES, steps, stuck, max_steps, rewards, terms, term, trunc, obs,
+                   masks, stat):
+    """Row ``i`` of the batch outputs after an action: terminated (every job done),
+    truncated (``max_steps`` or no event left), the reward (:func:`step_reward_nb`; the
+    caller adds the truncation charge), observation, mask, and time / queued / running /
+    done in ``stat[i]``."""
+    run = S.run
+    done = run.ctr[CTR_DONE] == P.jobs.arrival.shape[0]
+    term[i] = done
+    trunc[i] = (not done) and (steps[i] >= max_steps or stuck[i])
+    rewards[i] = step_reward_nb(S, EP, ES, terms[i])
+    obs[i, :] = ES.obs
+    masks[i, :] = ES.mask
+    stat[i, 0] = run.acc[ACC_NOW]
+    stat[i, 1] = run.ctr[CTR_Q]
+    stat[i, 2] = run.ctr[CTR_RUN]
+    stat[i, 3] = run.ctr[CTR_DONE]
+
+
+@njit(cache=True)
+def finish_row_nb(i, P, S, EP, ES, steps, stuck, max_steps, rewards, terms, term, trunc, obs,
+                  masks, stat):
+    """:func:`finish_step_nb` for one env, callable from Python."""
+    finish_step_nb(i, P, S, EP, ES, steps, stuck, max_steps, rewards, terms, term, trunc, obs,
+                   masks, stat)
+
+
+@njit(cache=True)
+def new_batch_nb(item, n):
+    """A typed list of ``n`` references to ``item`` (a batch's ``(P, S, EP, ES)``; made in
+    compiled code so that its methods are cached, not compiled in every process)."""
+    out = List()
+    for _ in range(n):
+        out.append(item)
+    return out
+
+
+@njit(cache=True)
+def set_batch_nb(batch, i, item):
+    """``batch[i] = item`` (see :func:`new_batch_nb`)."""
+    batch[i] = item

@@ -10,8 +10,18 @@ from gymnasium import spaces
 
 from hetgym import scenarios as _scenarios
 from hetgym.decisions import SchedulingError
-from hetgym.envs.features import layout, obs_size
-from hetgym.envs.fused import EnvParams, EnvState, decide_point_nb, refresh_nb, start_and_decide_nb
+from hetgym.envs.features import SCALE, layout, obs_size
+from hetgym.envs.fused import (
+    ACT_GROW,
+    ACT_INVALID,
+    ACT_NOOP,
+    N_REW,
+    EnvParams,
+    EnvState,
+    act_nb,
+    decide_point_nb,
+    refresh_nb,
+)
 from hetgym.episodes import EpisodeWindows
 from hetgym.sim.dispatch import Binder
 from hetgym.sim.events import STEP_LOG_FULL
@@ -73,7 +83,14 @@ class HetClusterEnv(gym.Env):
     ``n_jobs`` (jobs per episode window, 64; None = all), ``placement`` (pack, spread,
     topology; default the scenario's), ``invalid_action`` (wait, raise),
     ``preemption`` (False), ``run_window`` (8), ``reward_scale`` (3600),
+    ``time_scale`` (s, 3600: the scale of the squashed time features),
     ``max_steps`` (default 20 x jobs + 1000), ``render_mode`` (ansi, rgb_array).
+
+    ## Vectorized
+    ``gym.make_vec("HetCluster-v0", num_envs=N)`` (``vectorization_mode=
+    "vector_entry_point"``, the default for this id) gives
+    :class:`~hetgym.envs.batched.HetClusterVecEnv`, which steps all N envs in one
+    compiled call, with exactly the trajectories of N single envs.
 
     ## Version History
     * v0: initial release.
@@ -86,7 +103,7 @@ class HetClusterEnv(gym.Env):
                  n_jobs: int | None = 64, placement: str | None = None,
                  invalid_action: str = "wait", preemption: bool = False, run_window: int = 8,
                  reward_scale: float = 3600.0, max_steps: int | None = None,
-                 render_mode: str | None = None) -> None:
+                 render_mode: str | None = None, time_scale: float = SCALE) -> None:
         if isinstance(scenario, Scenario):
             sc = scenario
         else:
@@ -105,6 +122,9 @@ class HetClusterEnv(gym.Env):
         self.run_window = int(run_window) if preemption else 0
         self.invalid_action = invalid_action
         self.reward_scale = float(reward_scale)
+        if not time_scale > 0:
+            raise ValueError(f"time_scale must be > 0 seconds, got {time_scale!r}")
+        self.time_scale = float(time_scale)
         self.render_mode = render_mode
         self.windows = EpisodeWindows(len(sc.workload), n_jobs)
         self.n_jobs = self.windows.size
@@ -115,11 +135,12 @@ class HetClusterEnv(gym.Env):
         self.observation_space = spaces.Box(
             -1.0, 1.0, (obs_size(self.window, self.n_dev, self.run_window),), np.float32)
         self.sim: Simulator | None = None
+        self._own_sim = False  # self.sim was made by reset (not attached from outside)
         k, r = self.window, max(self.run_window, 1)
         self._es = EnvState(
             win=np.zeros(k, dtype=np.int64), rwin=np.zeros(r, dtype=np.int64),
             nwin=np.zeros(2, dtype=np.int64), mask2d=np.zeros((k, self.n_dev), dtype=np.bool_),
-            mask=np.zeros(self.action_space.n, dtype=np.bool_), rew=np.zeros(5),
+            mask=np.zeros(self.action_space.n, dtype=np.bool_), rew=np.zeros(N_REW),
             obs=np.zeros(self.observation_space.shape, dtype=np.float32),
             scratch=np.zeros(self.n_dev))
         self._mask, self._obs = self._es.mask, self._es.obs
@@ -127,6 +148,7 @@ class HetClusterEnv(gym.Env):
         self._n_win = 0
         self._n_rwin = 0
         self.reward = RewardTracker(sc.objective.as_dict(), self.reward_scale, self._es.rew)
+        self._max_workers = int(sc.workload.frame["workers"].max())  # of the whole workload
         self.obs_layout = layout(self.window, self.n_dev, self.run_window, self.devices)
 
     def __repr__(self) -> str:
@@ -142,7 +164,11 @@ class HetClusterEnv(gym.Env):
         super().reset(seed=seed)
         rows = self.windows.draw(self.np_random)
         sim_seed = int(self.np_random.integers(0, 2**31 - 1))
-        self.attach(Simulator(self.scenario, seed=sim_seed, rows=rows))
+        if self._own_sim and self.sim.reset_window(rows, sim_seed):
+            self._restart()  # the same arrays, refilled: nothing to bind again
+        else:
+            self.attach(Simulator(self.scenario, seed=sim_seed, rows=rows))
+            self._own_sim = True
         self._advance_until_decision(force=True)
         return self._obs.copy(), self._info(None)
 
@@ -156,14 +182,27 @@ class HetClusterEnv(gym.Env):
         if list(sim.devices) != list(self.devices):
             raise ValueError(f"simulator devices {sim.devices} differ from the env's {self.devices}")
         self.sim = sim
+        self._own_sim = False
         cap_dev = np.asarray([sim.scenario.cluster.capacity(d) for d in self.devices],
                              dtype=np.float64)
         inv_best = self.reward.reset(sim)
+        term_idx, term_w = self.reward.weight_arrays()
         self._ep = EnvParams(inv_best=inv_best, scale=self.reward_scale,
                              run_window=self.run_window, cap_dev=cap_dev,
                              max_cap=float(cap_dev.max()),
-                             max_workers=float(sim.jobs.workers.max()))
+                             max_workers=float(self._max_workers),
+                             time_scale=self.time_scale,
+                             raise_invalid=self.invalid_action == "raise",
+                             term_idx=term_idx, term_w=term_w,
+                             energy_price=self.reward.energy_price)
         self._bind()
+        self.steps = 0
+        self._stuck = False
+
+    def _restart(self) -> None:
+        """After the simulator refilled its arrays for a new window: the env's own per-episode
+        parameters (1 / best durations) and counters, in place."""
+        self._ep.inv_best[:] = self.reward.reset(self.sim)
         self.steps = 0
         self._stuck = False
 
@@ -173,7 +212,7 @@ class HetClusterEnv(gym.Env):
         sim = self.sim
         b = Binder(sim.params, sim.state, self._ep, self._es)
         self._decide = b.entry(decide_point_nb, True)
-        self._start_decide = b.entry(start_and_decide_nb, 0, 0)
+        self._act = b.entry(act_nb, 0)
         self._refresh = None  # bound on first use (only adapters call refresh)
         self._binder = b
         self._bound_state = sim.state
@@ -217,22 +256,18 @@ class HetClusterEnv(gym.Env):
         a = self._check_action(action)
         self.steps += 1
         invalid = not self._mask[a]
-        if invalid and self.invalid_action == "raise":
+        code = self._act(a, *self._args())
+        if code == ACT_GROW:  # a preemption needs room in the segment log
+            sim.grow_segments()
+            code = self._act(a, *self._args())
+        if code == ACT_INVALID:
             raise SchedulingError(self.why_invalid(a))
-        if invalid and not self._mask[self.wait_action]:
-            pass  # a no-op: nothing is started and no time passes
-        elif invalid or a == self.wait_action:
-            self._advance_until_decision(force=True)
-        elif a < self.n_start_actions:
+        if code >= 100:
             k, c = divmod(a, self.n_dev)
-            code = self._start_decide(int(self._win[k]), c, *self._args())
-            if code >= 100:
-                raise SchedulingError(f"action {a}: job {int(self._win[k])} could not start "
-                                      f"on {self.devices[c]} (code {code - 100})")
+            raise SchedulingError(f"action {a}: job {int(self._win[k])} could not start "
+                                  f"on {self.devices[c]} (code {code - 100})")
+        if code != ACT_NOOP:  # a no-op (infeasible, waiting masked): nothing happens
             self._after_decide(code)
-        else:
-            sim.preempt(int(self._rwin[a - self.n_start_actions]))
-            self._advance_until_decision(force=False)
         terminated = bool(sim.state.run.ctr[CTR_DONE] == sim.n_jobs)
         truncated = (not terminated) and (self.steps >= self.max_steps or self._stuck)
         terms = self.reward.terms(sim)

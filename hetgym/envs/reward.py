@@ -63,8 +63,7 @@ class RewardTracker:
         self.weights = dict(weights)
         self._items = tuple(self.weights.items())
         self.scale = float(scale)
-        self.rew = np.zeros(5) if rew is None else rew
-        self._energy = 0.0
+        self.rew = np.zeros(6) if rew is None else rew  # see hetgym.envs.fused.REW_*
         self._price = 0.0
 
     def __repr__(self) -> str:
@@ -74,9 +73,19 @@ class RewardTracker:
         """Start an episode; returns 1 / best-device duration per job (for the kernel)."""
         best = best_durations(sim.jobs)
         self.rew[:] = 0.0
-        self._energy = 0.0
         self._price = sim.options.energy_price * sim.options.pue / 3.6e6
         return 1.0 / best
+
+    @property
+    def energy_price(self) -> float:
+        """EUR per joule of IT energy (price x PUE / 3.6e6), set by :meth:`reset`."""
+        return self._price
+
+    def weight_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """The weighted terms as (indices into :data:`TERMS`, weights), in the objective's
+        order: what the compiled reward (``hetgym.envs.fused.step_reward_nb``) sums."""
+        idx = np.asarray([TERMS.index(k) for k, _ in self._items], dtype=np.int64)
+        return idx, np.asarray([w for _, w in self._items], dtype=np.float64)
 
     def terms(self, sim: "Simulator") -> dict[str, float]:
         """Terms accrued since the last call (the first call also covers ``reset``);
@@ -85,8 +94,8 @@ class RewardTracker:
         r = self.rew
         jct, slowdown, makespan, tardiness = r[:4].tolist()
         out = {"jct": jct, "slowdown": slowdown, "makespan": makespan,
-               "energy_cost": -(e - self._energy) * self._price, "tardiness": tardiness}
-        self._energy = e
+               "energy_cost": -(e - float(r[5])) * self._price, "tardiness": tardiness}
+        r[5] = e
         r[:4] = 0.0
         return out
 

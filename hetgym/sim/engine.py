@@ -38,6 +38,7 @@ from hetgym.sim.state import (
     build_jobs,
     build_params,
     new_state,
+    refill,
     node_names,
 )
 from hetgym.specs import Scenario
@@ -95,6 +96,28 @@ class Simulator:
 
         self.view = View(self)
 
+    def reset_window(self, rows: np.ndarray | None, seed: int) -> bool:
+        """Start again, in place, on another window of the same size (``rows``) with a new
+        seed: the arrays the kernels and the view hold are refilled, not replaced, so the
+        same run follows as from ``Simulator(scenario, seed, rows=rows)``. Returns False,
+        changing nothing, when the window does not fit the arrays (more workers per job or
+        more users than they were sized for): make a new simulator then."""
+        rows = None if rows is None else np.asarray(rows, dtype=np.int64)
+        if (rows is None) != (self.rows is None) or (rows is not None and len(rows) != self.n_jobs):
+            return False
+        params = build_params(self.scenario, build_jobs(self.scenario, rows), self.round_length)
+        fresh = new_state(params)
+        if not refill((self.params, self.state), (params, fresh)):
+            return False
+        self.rows = rows
+        self.rng = np.random.default_rng(seed)
+        self.seed = seed
+        self.decision_points = 0
+        self.stalled = False
+        self.last_done = np.empty(0, dtype=np.int64)
+        self.view = self.view.__class__(self)
+        return True
+
     def _bind(self) -> None:
         """Forget the kernels' entry points (again after the state is replaced); each is
         resolved for this state's types on first use, so a run compiles only what it calls."""
@@ -108,7 +131,7 @@ class Simulator:
             run = self.state.run
             placed = (0, 1, run.out_node, run.out_gpu)
             lead = {"step_nb": (), "start_nb": placed, "move_nb": placed,
-                    "place_start_nb": (0, 0), "suspend_nb": (0, True)}[name]
+                    "place_start_nb": (0, 0), "preempt_nb": (0,)}[name]
             e = self._entries[name] = self._binder.entry(getattr(E, name), *lead)
         return e
 
@@ -272,6 +295,9 @@ class Simulator:
         if not jb.forkable[job]:
             raise SchedulingError(f"{what}: job {job} (job_id={jb.job_id[job]}) is not forkable "
                                   f"but was given {len(parts)} copies")
+        if jb.min_workers[job] != jb.max_workers[job]:
+            raise SchedulingError(f"{what}: job {job} is elastic (min_workers != max_workers); "
+                                  "only a fixed gang can be forked")
         limit = int(self.params.opts.max_copies)
         if len(parts) > limit:
             raise SchedulingError(f"{what}: job {job} was given {len(parts)} copies; "
@@ -296,14 +322,20 @@ class Simulator:
         ``device`` if given) and return ``(W, nodes, gpus)`` as the kernels take them. A list
         of placements is a forkable job's copies (:meth:`copies`); W is then the gang size
         times the number of copies."""
-        w = int(self.jobs.workers[job])
+        jb = self.jobs
+        w = int(jb.workers[job])
+        lo, hi = int(jb.min_workers[job]), int(jb.max_workers[job])
         if not isinstance(placement, Placement):
             parts = list(placement)
             placement = self.copies(job, parts, what)
             if len(parts) > 1:
-                w = len(placement)  # copies checked by copies(): W x number of copies
-        if len(placement) != w:
+                lo = hi = w = len(placement)  # copies checked by copies(): W x copies
+        if lo == hi == w and len(placement) != w:
             raise SchedulingError(f"{what}: job {job} has {w} workers, placement has {len(placement)}")
+        if not lo <= len(placement) <= hi:
+            raise SchedulingError(f"{what}: job {job} takes {lo} to {hi} workers (min_workers, "
+                                  f"max_workers), placement has {len(placement)}")
+        w = len(placement)
         nodes = np.ascontiguousarray(placement.nodes, dtype=np.int64)
         gpus = np.ascontiguousarray(placement.gpus, dtype=np.int64)
         if device is not None:
@@ -395,15 +427,9 @@ class Simulator:
             raise SchedulingError(
                 f"Preempt: job {job} was already preempted {js.n_preempt[job]} times (limit {limit})"
             )
-        js.n_preempt[job] += 1
-        gp = float(self.jobs.grace[job])
-        if gp > 0:
-            js.status[job] = GRACE
-            js.grace_end[job] = self.now + gp
-        else:
-            if self.ctr[CTR_SEG] + 1 > self.state.run.seg_i.shape[0]:
-                self.grow_segments()
-            self._kernel("suspend_nb")(job, True, self.params, self.state)
+        if self._kernel("preempt_nb")(job, self.params, self.state) == E.STEP_LOG_FULL:
+            self.grow_segments()
+            self._kernel("preempt_nb")(job, self.params, self.state)
 
     def grow_segments(self) -> None:
         """Double the segment log (called when a kernel reports it full)."""
@@ -442,7 +468,7 @@ class Simulator:
         used_g = np.zeros_like(ns.free_gpus)
         used_c = np.zeros_like(ns.free_cpus)
         for j in self.running_jobs().tolist():
-            w = int(jb.workers[j] * js.n_copies[j])
+            w = int(js.nworkers[j])
             for n, g in zip(js.worker_node[j, :w].tolist(), js.worker_gpu[j, :w].tolist()):
                 used_c[n] += jb.cpus_need[j, nd.dev[n]]
                 if g >= 0:

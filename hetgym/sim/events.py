@@ -23,11 +23,11 @@ from hetgym.sim.codes import DONE, GRACE, QUEUED, RUNNING
 from hetgym.sim.kernels import (
     alloc_nb,
     check_placement_nb,
+    job_rate_nb,
     place_nb,
     queue_push_front_nb,
     queue_push_nb,
     queue_remove_nb,
-    rate_copies_nb,
 )
 from hetgym.sim.state import (
     ACC_ENERGY,
@@ -53,32 +53,35 @@ START_OK, START_NOT_QUEUED, START_TPUT_ZERO, START_NO_ROOM, START_NOT_RUNNING = 
 
 @njit(cache=True, inline="always")
 def power_busy_nb(w, wnodes, wgpus, sign, cpus_row, nodes, run):
-    """Add (sign=+1) or remove (-1) a placement's active power and busy units."""
+    """Add (sign=+1) or remove (-1) a placement's active power and busy units.
+
+    Also keeps the per-node books (``run.node_*``, integrated lazily: a node's energy
+    and busy seconds are brought up to now only when its power changes) and switches a
+    node's ``switch_w`` (its idle power under ``idle_power="busy_nodes"``) on with its
+    first worker and off with its last."""
+    now = run.acc[ACC_NOW]
     for i in range(w):
         n = wnodes[i]
         d = nodes.dev[n]
+        el = now - run.node_t[n]
+        if el > 0.0:
+            run.node_e[n] += run.node_pw[n] * el
+            if run.node_units[n] > 0:
+                run.node_busy[n] += el
+            run.node_t[n] = now
         if wgpus[i] >= 0:
             run.acc[ACC_POWER] += sign * nodes.gpu_w[n]
             run.busy[d] += sign
+            run.node_pw[n] += sign * nodes.gpu_w[n]
         else:
             run.acc[ACC_POWER] += sign * nodes.core_w[n] * cpus_row[d]
             run.busy[d] += sign * cpus_row[d]
-
-
-@njit(cache=True, inline="always")
-def node_busy_nb(w, wnodes, nodes, ns, run, now):
-    """After a placement was taken or given back: open or close the busy intervals of its
-    GPU nodes (a node is busy while >= 1 of its GPUs is held; for CRU, M11)."""
-    for i in range(w):
-        n = wnodes[i]
-        if nodes.gpus[n] == 0:
-            continue
-        if ns.free_gpus[n] < nodes.gpus[n]:
-            if run.node_since[n] < 0.0:
-                run.node_since[n] = now
-        elif run.node_since[n] >= 0.0:
-            run.node_busy[n] += now - run.node_since[n]
-            run.node_since[n] = -1.0
+            run.node_pw[n] += sign * nodes.core_w[n] * cpus_row[d]
+        before = run.node_units[n]
+        run.node_units[n] = before + sign
+        if (before == 0) != (before + sign == 0):  # the node switches on (0 -> 1) or off (1 -> 0)
+            run.acc[ACC_POWER] += sign * nodes.switch_w[n]
+            run.node_pw[n] += sign * nodes.switch_w[n]
 
 
 @njit(cache=True, inline="always")
@@ -100,12 +103,11 @@ def release_nb(job, P, S):
     what the job becomes (done, or queued again)."""
     jobs, nodes, js, run = P.jobs, P.nodes, S.job, S.run
     now = run.acc[ACC_NOW]
-    w = jobs.workers[job] * js.n_copies[job]
+    w = js.nworkers[job]
     wn = js.worker_node[job, :w]
     wg = js.worker_gpu[job, :w]
     alloc_nb(job, w, wn, wg, -1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
     power_busy_nb(w, wn, wg, -1, jobs.cpus_need[job], nodes, run)
-    node_busy_nb(w, wn, nodes, S.node, run, now)
     js.exec_time[job] += now - js.run_start[job]
     js.attained[job] += w * (now - js.run_start[job])
     k = run.ctr[CTR_SEG]
@@ -126,31 +128,64 @@ def release_nb(job, P, S):
     _running_remove_nb(run, job)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def checkpoint_loss_nb(job, P, S):
-    """Lose the progress made since the last checkpoint of this run
-    (``fmod(now - resume_at, ckpt) * rate``): the rule of a preemption with no grace
-    period and of a move. No loss without a checkpoint interval."""
+    """The checkpoint-loss rule of a GP=0 preemption (and of a move): bring a running job's
+    ``remaining`` back to its last checkpoint.
+
+    ``checkpoint_unit="seconds"`` (``ckpt`` = interval in s): the progress since the last
+    checkpoint of this run, ``fmod(now - resume_at, ckpt) * rate``, is lost.
+    ``checkpoint_unit="work"`` (``ckpt`` = iterations, e.g. 1 epoch): the completed work
+    is rounded down to a multiple of ``ckpt`` (only whole snapshots are kept). No
+    interval (0): nothing is lost."""
     js = S.job
     ckpt = P.opts.ckpt
-    if ckpt > 0.0:
-        progressed = S.run.acc[ACC_NOW] - js.resume_at[job]
-        if progressed > 0.0:
-            lost = np.fmod(progressed, ckpt) * js.rate[job]
-            js.remaining[job] = min(P.jobs.work[job], js.remaining[job] + lost)
+    if ckpt <= 0.0:
+        return
+    work = P.jobs.work[job]
+    if P.opts.ckpt_work:
+        done = work - js.remaining[job]
+        q = done / ckpt
+        kept = np.floor(q + 1e-9 * max(1.0, q)) * ckpt
+        if kept < done:
+            js.remaining[job] = min(work, work - kept)
+        return
+    progressed = S.run.acc[ACC_NOW] - js.resume_at[job]
+    if progressed > 0.0:
+        lost = np.fmod(progressed, ckpt) * js.rate[job]
+        js.remaining[job] = min(work, js.remaining[job] + lost)
 
 
 @njit(cache=True)
 def suspend_nb(job, lose_progress, P, S):
     """Suspend a running job to the head of the queue, its progress kept; with
-    ``lose_progress`` the progress since the last checkpoint is lost
-    (:func:`checkpoint_loss_nb`; preemption with no grace period)."""
+    ``lose_progress`` (preemption with no grace period) the progress since its last
+    checkpoint is lost (:func:`checkpoint_loss_nb`)."""
     js, run = S.job, S.run
     if lose_progress:
         checkpoint_loss_nb(job, P, S)
     release_nb(job, P, S)
     js.status[job] = QUEUED
     queue_push_front_nb(run, js.qpos, job)
+
+
+@njit(cache=True)
+def preempt_nb(job, P, S):
+    """Preempt a running job (the caller checked its status and the preemption limit):
+    with a grace period it keeps running until ``now + grace``, else it is suspended at
+    once with its progress since the last checkpoint lost. Returns ``START_OK``, or
+    ``STEP_LOG_FULL`` (nothing done: grow the segment log and call again)."""
+    js, run = S.job, S.run
+    gp = P.jobs.grace[job]
+    if gp <= 0.0 and run.ctr[CTR_SEG] + 1 > run.seg_i.shape[0]:
+        return STEP_LOG_FULL
+    js.n_preempt[job] += 1
+    if gp > 0.0:
+        js.status[job] = GRACE
+        js.grace_end[job] = run.acc[ACC_NOW] + gp
+    else:
+        suspend_nb(job, job >= 0, P, S)  # job >= 0: a run-time True, see module doc
+    return START_OK
 
 
 @njit(cache=True)
@@ -213,13 +248,13 @@ def step_nb(P, S):
     running = run.running
     if dt > 0.0:
         remaining, rate, resume_at = js.remaining, js.rate, js.resume_at
-        service, user, workers, copies = run.service, jobs.user, jobs.workers, js.n_copies
+        service, user, workers = run.service, jobs.user, js.nworkers
         for i in range(n_run):
             j = running[i]
             s = now if now > resume_at[j] else resume_at[j]
             if t > s:
                 remaining[j] -= rate[j] * (t - s)
-            service[user[j]] += workers[j] * copies[j] * dt
+            service[user[j]] += workers[j] * dt
         acc[ACC_ENERGY] += (P.opts.idle_power + acc[ACC_POWER]) * dt
         for c in range(run.busy.shape[0]):
             run.busy_time[c] += run.busy[c] * dt
@@ -286,32 +321,13 @@ def _check_nb(job, w, wnodes, wgpus, P, S):
 
 
 @njit(cache=True, inline="always")
-def _occupy_nb(job, w, wnodes, wgpus, dev, P, S):
-    """Take a checked placement for ``job`` and run it from now (``resume_at`` set by the
-    caller): resources, power, worker slots, rate, projected finish, running list.
-    ``w`` = gang size x copies (forking, M4): copy c is ``wnodes[c W:(c + 1) W]`` and the
-    rate is the sum of the copies' rates."""
-    jobs, nodes, js, run = P.jobs, P.nodes, S.job, S.run
-    alloc_nb(job, w, wnodes, wgpus, 1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
-    power_busy_nb(w, wnodes, wgpus, 1, jobs.cpus_need[job], nodes, run)
-    node_busy_nb(w, wnodes, nodes, S.node, run, run.acc[ACC_NOW])
-    gang = jobs.workers[job]
-    k = w // gang
-    for i in range(w, gang * js.n_copies[job]):  # slots of copies the last run had
-        js.worker_node[job, i] = -1
-        js.worker_gpu[job, i] = -1
-    for i in range(w):
-        js.worker_node[job, i] = wnodes[i]
-        js.worker_gpu[job, i] = wgpus[i]
-    js.n_copies[job] = k
-    r = rate_copies_nb(gang, k, wnodes, wgpus, jobs.tput[job], jobs.comm[job], nodes, P.opts)
-    js.rate[job] = r
-    js.finish[job] = js.resume_at[job] + js.remaining[job] / r
-    js.run_start[job] = run.acc[ACC_NOW]
-    js.device[job] = dev
-    js.status[job] = RUNNING
-    run.running[run.ctr[CTR_RUN]] = job
-    run.ctr[CTR_RUN] += 1
+def copies_nb(job, w, jobs):
+    """Copies in a placement of ``w`` workers for ``job`` (forking, M4): more workers than
+    the job's largest gang means copies of ``workers`` each (forkable jobs have a fixed
+    gang); otherwise 1."""
+    if w > jobs.max_workers[job]:
+        return w // jobs.workers[job]
+    return 1
 
 
 @njit(cache=True)
@@ -327,14 +343,45 @@ def fork_sync_nb(t, P, S):
             js.finish[j] = js.resume_at[j] + js.remaining[j] / js.rate[j]
 
 
+@njit(cache=True, inline="always")
+def _occupy_nb(job, w, wnodes, wgpus, dev, P, S):
+    """Take a checked placement for ``job`` and run it from now (``resume_at`` set by the
+    caller): resources, power, worker slots, rate, projected finish, running list.
+    With copies (M4: ``w`` = gang x copies, copy c at ``wnodes[c W:(c + 1) W]``) the rate
+    is the sum of the copies' rates."""
+    jobs, nodes, js, run = P.jobs, P.nodes, S.job, S.run
+    alloc_nb(job, w, wnodes, wgpus, 1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
+    power_busy_nb(w, wnodes, wgpus, 1, jobs.cpus_need[job], nodes, run)
+    for i in range(w, js.nworkers[job]):  # slots the last run had beyond this one (copies)
+        js.worker_node[job, i] = -1
+        js.worker_gpu[job, i] = -1
+    for i in range(w):
+        js.worker_node[job, i] = wnodes[i]
+        js.worker_gpu[job, i] = wgpus[i]
+    js.nworkers[job] = w
+    k = copies_nb(job, w, jobs)
+    js.n_copies[job] = k
+    g = w // k
+    r = job_rate_nb(job, g, wnodes[:g], wgpus[:g], P)
+    for c in range(1, k):
+        r += job_rate_nb(job, g, wnodes[c * g:(c + 1) * g], wgpus[c * g:(c + 1) * g], P)
+    js.rate[job] = r
+    js.finish[job] = js.resume_at[job] + js.remaining[job] / r
+    js.run_start[job] = run.acc[ACC_NOW]
+    js.device[job] = dev
+    js.status[job] = RUNNING
+    run.running[run.ctr[CTR_RUN]] = job
+    run.ctr[CTR_RUN] += 1
+
+
 @njit(cache=True)
 def start_nb(job, w, wnodes, wgpus, P, S):
     """Validate a placement and start a queued job on it.
 
-    ``w`` is the job's gang size times its number of copies (forking, M4): copy c is
-    ``wnodes[c W:(c + 1) W]``; the caller checks that copies are allowed and on
-    distinct nodes. The job's rate is the sum of its copies' rates; with >= 2 copies
-    it makes no progress for ``fork_sync`` seconds (or the restart delay if larger).
+    ``w`` may be the job's gang size times its number of copies (forking, M4): copy c is
+    ``wnodes[c W:(c + 1) W]``; the caller checks that copies are allowed and on distinct
+    nodes. With >= 2 copies the job makes no progress for ``fork_sync`` seconds (or the
+    restart delay if larger).
 
     Returns ``START_OK``, a code 1-6 of :func:`~hetgym.sim.kernels.check_placement_nb`,
     ``START_NOT_QUEUED`` or ``START_TPUT_ZERO`` (a worker on a device type where
@@ -347,7 +394,7 @@ def start_nb(job, w, wnodes, wgpus, P, S):
     if code != START_OK:
         return code
     t = run.acc[ACC_NOW]
-    sync = P.opts.fork_sync if w >= 2 * P.jobs.workers[job] else 0.0
+    sync = P.opts.fork_sync if copies_nb(job, w, P.jobs) >= 2 else 0.0
     if np.isnan(js.first_start[job]):
         js.first_start[job] = t
         js.resume_at[job] = t + sync
@@ -361,10 +408,10 @@ def start_nb(job, w, wnodes, wgpus, P, S):
 
 @njit(cache=True, inline="always")
 def _same_placement_nb(job, w, wnodes, wgpus, P, S):
-    """Whether ``(wnodes, wgpus)`` is the job's current placement (all copies), as a
-    multiset of (node, GPU) pairs."""
+    """Whether ``(wnodes, wgpus)`` is the job's current placement, as a multiset of
+    (node, GPU) pairs."""
     js = S.job
-    if w != P.jobs.workers[job] * js.n_copies[job]:
+    if w != js.nworkers[job]:
         return False
     for i in range(w):
         want = 0
@@ -389,8 +436,7 @@ def move_nb(job, w, wnodes, wgpus, P, S):
     (:func:`checkpoint_loss_nb`), and the job runs on the new placement after the
     restart delay: one restart, no preemption, any grace period cancelled. A move
     to the job's current placement only cancels a grace period (no delay, no loss).
-    ``w`` = gang size x copies (forking, M4); with >= 2 copies the job waits for the
-    larger of the restart delay and ``fork_sync``.
+    With copies (M4) the job waits for the larger of the restart delay and ``fork_sync``.
     Returns ``START_OK``, ``START_NOT_RUNNING`` or a placement code of
     :func:`start_nb` (then nothing changed).
     """
@@ -402,7 +448,7 @@ def move_nb(job, w, wnodes, wgpus, P, S):
         js.status[job] = RUNNING
         js.grace_end[job] = np.inf
         return START_OK
-    ow = jobs.workers[job] * js.n_copies[job]
+    ow = js.nworkers[job]
     on = js.worker_node[job, :ow]
     og = js.worker_gpu[job, :ow]
     alloc_nb(job, ow, on, og, -1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
@@ -413,7 +459,7 @@ def move_nb(job, w, wnodes, wgpus, P, S):
     checkpoint_loss_nb(job, P, S)
     release_nb(job, P, S)
     js.n_restart[job] += 1
-    sync = P.opts.fork_sync if w >= 2 * jobs.workers[job] else 0.0
+    sync = P.opts.fork_sync if copies_nb(job, w, jobs) >= 2 else 0.0
     js.resume_at[job] = run.acc[ACC_NOW] + max(P.opts.restart_delay, sync)
     _occupy_nb(job, w, wnodes, wgpus, dev, P, S)
     return START_OK

@@ -291,7 +291,7 @@ def alloc_jobs_nb(idx, sign, jobs, nodes, js, ns):
     (the same floating-point operations, in the same order, as one call per job)."""
     for i in range(idx.shape[0]):
         j = idx[i]
-        w = jobs.workers[j] * js.n_copies[j]
+        w = js.nworkers[j]
         alloc_nb(j, w, js.worker_node[j, :w], js.worker_gpu[j, :w], sign, jobs.cpus_need[j],
                  jobs.mem[j], nodes, ns)
 
@@ -332,14 +332,15 @@ def rate_nb(w, wnodes, wgpus, tput_row, comm, nodes, opts):
 
 
 @njit(cache=True)
-def rate_copies_nb(w, k, wnodes, wgpus, tput_row, comm, nodes, opts):
-    """Pooled rate of ``k`` copies of a ``w``-worker job (forking, M4): the sum of
-    :func:`rate_nb` over the copies, copy c on ``wnodes[c w:(c + 1) w]``; = ``rate_nb``
-    when ``k == 1``."""
-    r = rate_nb(w, wnodes[:w], wgpus[:w], tput_row, comm, nodes, opts)
-    for c in range(1, k):
-        r += rate_nb(w, wnodes[c * w:(c + 1) * w], wgpus[c * w:(c + 1) * w], tput_row, comm,
-                     nodes, opts)
+def job_rate_nb(job, w, wnodes, wgpus, P):
+    """Rate of ``job`` on a placement of ``w`` workers: :func:`rate_nb` with the job's own
+    scaling exponent ``P.jobs.scale_exp[job]`` (``g * tput * g ** (e_j - 1)``, elastic
+    jobs); exactly :func:`rate_nb` when it equals the scenario's."""
+    jobs, opts = P.jobs, P.opts
+    r = rate_nb(w, wnodes, wgpus, jobs.tput[job], jobs.comm[job], P.nodes, opts)
+    e = jobs.scale_exp[job]
+    if e != opts.scaling_exponent:
+        r *= w ** (e - opts.scaling_exponent)
     return r
 
 

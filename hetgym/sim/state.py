@@ -30,7 +30,7 @@ from hetgym.sim.codes import PlacementPolicy
 
 __all__ = ["NodeArrays", "JobArrays", "Options", "Params", "JobState", "NodeState", "RunState",
            "State", "build_nodes", "build_jobs", "build_params", "new_state", "cut_window",
-           "best_durations", "gang_fits", "gang_slots", "max_copies", "node_names", "cluster_nodes",
+           "best_durations", "gang_fits", "gang_slots", "max_copies", "node_names", "cluster_nodes", "refill",
            "CTR_ARR", "CTR_QHEAD", "CTR_QTAIL", "CTR_Q", "CTR_RUN", "CTR_DONE", "CTR_EV",
            "CTR_ERR", "CTR_SEG", "ACC_NOW", "ACC_ENERGY", "ACC_POWER", "ACC_ROUND", "ACC_WAKE"]
 
@@ -60,6 +60,8 @@ class NodeArrays(NamedTuple):
     by_dev: np.ndarray      # int64[N], node indices grouped by device type (ascending in a group)
     socket: np.ndarray      # int64[N, G], CPU socket of each GPU, -1 padding
     sockets: np.ndarray     # int64[N], CPU sockets per node
+    switch_w: np.ndarray    # float64[N], idle power drawn only while the node hosts a worker
+                            # (idle_w with SimOptions.idle_power="busy_nodes", else 0)
 
 
 class JobArrays(NamedTuple):
@@ -79,7 +81,10 @@ class JobArrays(NamedTuple):
     grace: np.ndarray      # float64[J], grace period (s)
     comm: np.ndarray       # float64[J], 0..1
     forkable: np.ndarray   # bool[J]
-    holdable: np.ndarray   # bool[J, C], see :func:`gang_fits`
+    holdable: np.ndarray   # bool[J, C], see :func:`gang_fits` (with min_workers)
+    min_workers: np.ndarray  # int64[J], least gang size (elastic jobs; = workers if not)
+    max_workers: np.ndarray  # int64[J], largest gang size
+    scale_exp: np.ndarray    # float64[J], per-job scaling exponent
 
 
 class Options(NamedTuple):
@@ -95,6 +100,7 @@ class Options(NamedTuple):
     idle_power: float       # W, all nodes
     policy: int             # PlacementPolicy code
     limit: int              # preemption limit per job, -1 = none
+    ckpt_work: bool         # checkpoint_interval counts iterations (checkpoint_unit="work")
     fork_sync: float        # no-progress time of a job holding >= 2 copies (M4)
     max_copies: int         # copies a forkable job may hold (worker slots = Wmax x max_copies)
 
@@ -125,9 +131,10 @@ class JobState(NamedTuple):
     n_restart: np.ndarray   # int64[J]
     device: np.ndarray      # int64[J], device index of the current/last run, -2 mixed, -1 never
     qpos: np.ndarray        # int64[J], slot in run.queue while queued, -1 otherwise
-    worker_node: np.ndarray  # int64[J, Wmax x max_copies], copy c in [c W, (c+1) W), -1 padding
-    worker_gpu: np.ndarray   # int64[J, Wmax x max_copies], -1 padding / CPU worker
-    attained: np.ndarray     # float64[J], worker-seconds held in finished runs (every copy)
+    worker_node: np.ndarray  # int64[J, Wmax], -1 padding
+    worker_gpu: np.ndarray   # int64[J, Wmax], -1 padding / CPU worker
+    attained: np.ndarray     # float64[J], worker-seconds held in finished runs
+    nworkers: np.ndarray     # int64[J], workers of the current/last run, all copies (0 = never ran)
     n_copies: np.ndarray     # int64[J], copies of the current/last run (1 unless forked, M4)
 
 
@@ -160,8 +167,11 @@ class RunState(NamedTuple):
     scr_i: np.ndarray      # int64[3, N], placement scratch (slots, take, order)
     scr_f: np.ndarray      # float64[2, N], placement-check scratch (cores, memory per node)
     qtmp: np.ndarray       # int64[J + 1], queue compaction scratch
-    node_busy: np.ndarray  # float64[N], seconds with >= 1 busy GPU, closed intervals (CRU, M11)
-    node_since: np.ndarray  # float64[N], start of the open busy interval, -1 = idle
+    node_units: np.ndarray  # int64[N], workers on each node now
+    node_pw: np.ndarray     # float64[N], each node's power now (W)
+    node_e: np.ndarray      # float64[N], each node's energy (J) up to node_t
+    node_busy: np.ndarray   # float64[N], seconds each node hosted >= 1 worker, up to node_t
+    node_t: np.ndarray      # float64[N], time of the node's last update
 
 
 class State(NamedTuple):
@@ -222,6 +232,7 @@ def cluster_nodes(cluster: ClusterSpec) -> NodeArrays:
         by_dev=by_dev,
         socket=socket,
         sockets=np.asarray([max(1, int(s.sockets)) for s in spec_nodes], dtype=np.int64),
+        switch_w=np.zeros(n),
     )
 
 
@@ -306,6 +317,12 @@ def _build_jobs_uncached(scenario: Scenario) -> JobArrays:
     if scenario.options.grace_period is not None:
         grace = np.full(len(fr), float(scenario.options.grace_period))
     workers = fr["workers"].to_numpy(dtype=np.int64)
+    least = fr["min_workers"].to_numpy(dtype=np.int64) if "min_workers" in fr.columns else workers
+    most = fr["max_workers"].to_numpy(dtype=np.int64) if "max_workers" in fr.columns else workers
+    exp = np.full(len(fr), float(scenario.options.scaling_exponent))
+    if "scaling_exponent" in fr.columns:
+        own = fr["scaling_exponent"].to_numpy(dtype=np.float64)
+        exp = np.where(np.isnan(own), exp, own)
     mem = fr["mem_gb"].to_numpy(dtype=np.float64)
     jobs = JobArrays(
         job_id=fr["job_id"].to_numpy(dtype=np.int64),
@@ -322,7 +339,10 @@ def _build_jobs_uncached(scenario: Scenario) -> JobArrays:
         grace=grace,
         comm=fr["comm"].to_numpy(dtype=np.float64),
         forkable=fr["forkable"].to_numpy(dtype=np.bool_),
-        holdable=gang_fits(workers, cpus_need, mem, build_nodes(scenario)),
+        holdable=gang_fits(least, cpus_need, mem, build_nodes(scenario)),
+        min_workers=least,
+        max_workers=most,
+        scale_exp=exp,
     )
     # owned, writable, C-contiguous copies: one Numba type for whole workloads and windows
     # (pandas hands out read-only views, which Numba types apart and compiles again)
@@ -351,13 +371,18 @@ def build_params(scenario: Scenario, jobs: JobArrays, round_length: float | None
     """Static parameters of a run."""
     o = scenario.options
     nodes = build_nodes(scenario)
+    busy_nodes = o.idle_power == "busy_nodes"
+    if busy_nodes:
+        nodes = nodes._replace(switch_w=nodes.idle_w.copy())
     opts = Options(
         horizon=float(o.horizon), round_len=float(round_length or 0.0),
         ckpt=float(o.checkpoint_interval), restart_delay=float(o.restart_delay),
         scaling_exponent=float(o.scaling_exponent), topology_coeff=float(o.topology_coeff),
-        network_distance=float(o.network_distance), idle_power=float(nodes.idle_w.sum()),
+        network_distance=float(o.network_distance),
+        idle_power=0.0 if busy_nodes else float(nodes.idle_w.sum()),
         policy=int(PlacementPolicy.of(o.placement)),
         limit=-1 if o.max_preemptions is None else int(o.max_preemptions),
+        ckpt_work=o.checkpoint_unit == "work",
         fork_sync=float(o.restart_delay if o.fork_sync_delay is None else o.fork_sync_delay),
         max_copies=max_copies(o.max_copies, jobs, nodes))
     unit = np.ones(len(nodes.dev_is_cpu))
@@ -383,7 +408,7 @@ def new_state(params: Params) -> State:
     j = len(jobs.arrival)
     n = len(nodes.dev)
     c = len(nodes.dev_is_cpu)
-    wmax = int(jobs.workers.max())
+    wmax = int(jobs.max_workers.max())
     slots = wmax * params.opts.max_copies
     nan = np.full(j, np.nan)
     job = JobState(
@@ -404,6 +429,7 @@ def new_state(params: Params) -> State:
         worker_node=np.full((j, slots), -1, dtype=np.int64),
         worker_gpu=np.full((j, slots), -1, dtype=np.int64),
         attained=np.zeros(j),
+        nworkers=np.zeros(j, dtype=np.int64),
         n_copies=np.ones(j, dtype=np.int64),
     )
     free_dev = np.zeros(c)
@@ -437,7 +463,49 @@ def new_state(params: Params) -> State:
         scr_i=np.zeros((3, n), dtype=np.int64),
         scr_f=np.zeros((2, n)),
         qtmp=np.empty(j + 1, dtype=np.int64),
+        node_units=np.zeros(n, dtype=np.int64),
+        node_pw=nodes.idle_w - nodes.switch_w,
+        node_e=np.zeros(n),
         node_busy=np.zeros(n),
-        node_since=np.full(n, -1.0),
+        node_t=np.zeros(n),
     )
     return State(job=job, node=node, run=run)
+
+
+def _refillable(old: object, new: object) -> bool:
+    if isinstance(old, tuple):
+        return isinstance(new, tuple) and len(old) == len(new) and all(
+            _refillable(a, b) for a, b in zip(old, new))
+    if not isinstance(old, np.ndarray):
+        return old == new
+    if old.dtype != new.dtype or old.ndim != new.ndim:
+        return False
+    if old.shape == new.shape:
+        return True
+    # a larger array (a grown log, a wider scratch) takes a constant-filled one
+    return all(a >= b for a, b in zip(old.shape, new.shape)) and (
+        new.size == 0 or bool((new == new.flat[0]).all()) or bool(np.isnan(new).all()))
+
+
+def _refill(old: object, new: object) -> None:
+    if isinstance(old, tuple):
+        for a, b in zip(old, new):
+            _refill(a, b)
+    elif isinstance(old, np.ndarray):
+        if old.shape == new.shape:
+            np.copyto(old, new)
+        else:
+            old.fill(new.flat[0] if new.size else 0)
+
+
+def refill(old: tuple, new: tuple) -> bool:
+    """Copy the arrays of ``new`` into those of ``old`` (NamedTuples of the same layout,
+    e.g. a :class:`State` and a fresh one), so that compiled code holding ``old`` sees
+    the new values. An array of ``old`` larger than its counterpart (a grown segment log)
+    takes it only if the counterpart is constant (then ``old`` is filled with that
+    value); scalars must be equal. Returns False, changing nothing, if ``new`` does not
+    fit into ``old``."""
+    if not _refillable(old, new):
+        return False
+    _refill(old, new)
+    return True

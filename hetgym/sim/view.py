@@ -96,7 +96,7 @@ class CapacityModel:
     def give(self, job: int) -> None:
         """Give back (in this copy) the resources that running ``job`` holds."""
         sim = self._sim
-        w = int(sim.jobs.workers[job] * sim.js.n_copies[job])
+        w = int(sim.js.nworkers[job])
         K.alloc_nb(job, w, sim.js.worker_node[job, :w], sim.js.worker_gpu[job, :w], -1,
                    sim.jobs.cpus_need[job], sim.jobs.mem[job], sim.nodes, self.ns)
 
@@ -128,10 +128,12 @@ class View:
     (J x C), ``cpus_need`` (J x C), ``mem``, ``deadline``, ``weight``,
     ``grace``, ``comm``, ``forkable``, ``job_id``, ``holdable`` (J x C). Dynamic:
     ``status``, ``remaining``, ``rate``, ``n_preempt``, ``n_restart``, ``device``,
-    ``first_start``, ``worker_node``, ``worker_gpu``, ``exec_time``, ``n_copies``
-    (copies of the current/last run of a forked job, copy c in worker slots
-    ``[c W, (c + 1) W)``; 1 otherwise). Nodes:
-    ``node_device``, ``node_gpus``, ``node_cpus``, ``node_mem``, ``free_gpus``,
+    ``first_start``, ``worker_node``, ``worker_gpu``, ``exec_time``, ``nworkers`` (gang size
+    of the current/last run, all copies; elastic jobs: ``min_workers``/``max_workers``,
+    ``scale_exp``), ``n_copies`` (copies of the current/last run of a forked job, copy c
+    in worker slots ``[c W, (c + 1) W)``; 1 otherwise). Nodes:
+    ``node_device``, ``node_gpus``, ``node_cpus``, ``node_mem``, ``node_idle_w`` and
+    ``node_gpu_w`` (power model, W), ``free_gpus``,
     ``free_cpus``, ``free_mem``, and ``free_dev`` (per device type: free GPUs, or
     free cores for ``cpu``).
     """
@@ -148,12 +150,14 @@ class View:
             setattr(self, name, _ro(getattr(jb, name)))
         for name in ("status", "remaining", "rate", "n_preempt", "n_restart", "device",
                      "first_start", "worker_node", "worker_gpu", "exec_time", "run_start",
-                     "n_copies"):
+                     "nworkers", "n_copies"):
             setattr(self, name, _ro(getattr(js, name)))
         self.node_device = _ro(nd.dev)
         self.node_gpus = _ro(nd.gpus)
         self.node_cpus = _ro(nd.cpus)
         self.node_mem = _ro(nd.mem)
+        self.node_idle_w = _ro(nd.idle_w)
+        self.node_gpu_w = _ro(nd.gpu_w)
         self.dev_is_cpu = _ro(nd.dev_is_cpu)
         self.free_gpus = _ro(ns.free_gpus)
         self.free_cpus = _ro(ns.free_cpus)
@@ -189,8 +193,7 @@ class View:
         s = self._sim
         js = s.js
         live = (js.status == RUNNING) | (js.status == GRACE)
-        held = np.where(live, (s.now - np.nan_to_num(js.run_start)) * s.jobs.workers * js.n_copies,
-                        0.0)
+        held = np.where(live, (s.now - np.nan_to_num(js.run_start)) * js.nworkers, 0.0)
         out = js.attained + held
         return float(out[job]) if job is not None else out
 
@@ -220,7 +223,7 @@ class View:
         run = s.running_jobs()
         if len(run) == 0:
             return run
-        w = s.jobs.workers[run] * s.js.n_copies[run]
+        w = s.js.nworkers[run]
         wn = s.js.worker_node[run]
         mask = (wn == int(node)) & (np.arange(wn.shape[1])[None, :] < w[:, None])
         return run[mask.any(axis=1)]
@@ -241,7 +244,7 @@ class View:
         nd = s.nodes
         if n.min() < 0 or n.max() >= len(nd.dev) or (g >= nd.gpus[n]).any() or (g < -1).any():
             raise ValueError(f"rate_of: placement of job {job} names a node or GPU out of range")
-        return float(K.rate_nb(len(n), n, g, jb.tput[job], jb.comm[job], s.nodes, s.params.opts))
+        return float(K.job_rate_nb(int(job), len(n), n, g, s.params))
 
     @property
     def pref(self) -> np.ndarray:
@@ -335,14 +338,22 @@ class View:
         """A scratch copy of free resources (see :class:`CapacityModel`)."""
         return CapacityModel(self._sim, policy)
 
-    def duration(self, job: int, dev: int) -> float:
+    def duration(self, job: int, dev: int, g: int | None = None) -> float:
         """Estimated run time of ``job`` from scratch on device ``dev`` (inf if it cannot run
-        there: throughput 0, or no node set of that type can hold its gang, see ``holdable``)."""
+        there: throughput 0, or no node set of that type can hold its gang, see ``holdable``).
+
+        ``g``: gang size (elastic jobs, ``min_workers..max_workers``; default ``workers``),
+        at the job's own scaling exponent (``g * tput * g ** (e_j - 1)``)."""
         jb = self._sim.jobs
         if not jb.holdable[job, dev]:
             return float("inf")
-        return float(K.duration_nb(jb.work[job], jb.workers[job], jb.tput[job, dev],
-                                   self.options.scaling_exponent))
+        if g is None:
+            return float(K.duration_nb(jb.work[job], jb.workers[job], jb.tput[job, dev],
+                                       jb.scale_exp[job]))
+        if not jb.min_workers[job] <= g <= jb.max_workers[job]:
+            raise ValueError(f"duration: job {job} takes {jb.min_workers[job]} to "
+                             f"{jb.max_workers[job]} workers, got g={g}")
+        return float(K.duration_nb(jb.work[job], int(g), jb.tput[job, dev], jb.scale_exp[job]))
 
     def durations(self, jobs: np.ndarray, remaining: bool = False) -> np.ndarray:
         """``(len(jobs), C)`` estimated durations (of all work, or what remains); inf where
@@ -350,7 +361,7 @@ class View:
         s = self._sim
         jb = s.jobs
         w = jb.workers[jobs].astype(np.float64)
-        eff = w ** (s.options.scaling_exponent - 1.0)
+        eff = w ** (jb.scale_exp[jobs] - 1.0)
         work = s.js.remaining[jobs] if remaining else jb.work[jobs]
         with np.errstate(divide="ignore"):
             d = work[:, None] / (w[:, None] * jb.tput[jobs] * eff[:, None])

@@ -87,14 +87,19 @@ def contiguous_window(df: pd.DataFrame, n_jobs: int | None, seed: int) -> pd.Dat
 
 def _finish(df: pd.DataFrame, cluster: ClusterSpec, options: SimOptions, *, n_jobs: int | None,
             seed: int, load: float | None, source: str) -> pd.DataFrame:
-    """Drop unfit jobs, cut a window, scale arrivals to ``load`` (when the window spans time)."""
+    """Drop unfit jobs, cut a window, scale arrivals to ``load`` (when the window spans time).
+
+    The load is on speed-weighted capacity (``offered_load(resources="speed")``, CPU slots
+    of ``options.cpu_slot_cores`` cores, 20 when unset).
+    """
     keep = fits_mask(df, cluster, options)
     dropped = int((~keep).sum())
     if not keep.any():
         raise ValueError(f"{source}: no job fits the cluster")
     out = contiguous_window(df.loc[keep], n_jobs, seed)
     if load is not None and len(out) > 1 and out["arrival"].iloc[-1] > 0:
-        out = scale_to_load(out, cluster, float(load))
+        out = scale_to_load(out, cluster, float(load), resources="speed",
+                            cpu_slot_cores=options.cpu_slot_cores or 20)
     out.attrs["dropped_unfit"] = dropped
     return out
 
@@ -126,7 +131,9 @@ def philly_hetero(n_jobs: int = 512, seed: int = 0, load: float = 1.0, cpu_nodes
     Cluster: 4 nodes x 4 GPUs of each type (Gavel simulated 36 of each; scaled down) plus
     ``cpu_nodes`` 32-core CPU nodes. Jobs: :func:`~hetgym.traces.defaults.philly_window`
     keeping gangs of at most ``max_workers`` (default 8: Gavel's largest common scale
-    factor; a gang may span nodes), arrivals scaled to offered load ``load``.
+    factor; a gang may span nodes), CPU configurations only where a user would submit one
+    (:func:`~hetgym.throughput.restrict_cpu`), arrivals scaled to offered load ``load`` on
+    speed-weighted capacity.
     """
     cluster = philly_cluster(cpu_nodes=cpu_nodes)
     df = philly_window(cluster, n_jobs=n_jobs, seed=seed, load=load, max_workers=max_workers)
@@ -249,15 +256,25 @@ def hadar_testbed(mix: str = "M-5", seed: int = 0) -> Scenario:
     return _scenario(hadar_testbed_cluster(), hadar_mix(mix, seed=seed), SimOptions(), "hadar-testbed")
 
 
-def andreas_armida(energy_weight: float = 0.0) -> Scenario:
+def andreas_armida(energy_weight: float = 0.0, elastic: bool = False) -> Scenario:
     """ANDREAS's 8 validation jobs on ARMIDA nodes (2 V100 nodes + 1 T4 node).
 
     Objective: weighted tardiness, plus ``energy_weight`` x energy cost when > 0.
     Energy priced at 0.172 EUR/kWh with PUE 1.33 (the paper's values).
+    ``elastic=True`` applies ANDREAS' own model (:mod:`hetgym.presets.andreas`): each job
+    may take 1 or 2 GPUs of one node (sublinear speed-up, exponent 0.8), nodes without a
+    job are off, a snapshot every epoch, and the objective weighs energy and tardiness
+    (``energy_weight`` 1 unless given).
     """
     from hetgym.traces.lab import andreas_cluster, andreas_jobs
 
-    objective: Any = "tardiness" if energy_weight <= 0 else {"tardiness": 1.0, "energy_cost": float(energy_weight)}
+    if elastic:
+        from hetgym.presets.andreas import OBJECTIVE, andreas_options, elastic_jobs
+
+        objective: Any = dict(OBJECTIVE, energy_cost=float(energy_weight or 1.0))
+        return _scenario(andreas_cluster(), elastic_jobs(andreas_jobs(), 2), andreas_options(),
+                         "andreas-armida", objective)
+    objective = "tardiness" if energy_weight <= 0 else {"tardiness": 1.0, "energy_cost": float(energy_weight)}
     return _scenario(andreas_cluster(), andreas_jobs(), SimOptions(energy_price=0.172, pue=1.33),
                      "andreas-armida", objective)
 

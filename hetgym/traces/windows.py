@@ -17,6 +17,14 @@ arrival - first arrival):
   with ``C, M, G`` the cluster's total cores, memory and GPUs and ``c_j, m_j`` the
   job's per-worker cores and memory, ``g_j = 1`` on a GPU (FitGpp's "total resource
   demand relative to the capacity").
+* ``resources="speed"`` (the trace presets' definition): as ``"devices"``, but each slot
+  counts by its speed, so a CPU slot or a K80 does not count like a V100:
+  ``load = sum_j W_j d_j / (T sum_d N_d s_d)`` with ``N_d`` the slots of device type ``d``
+  and ``s_d = sum_j W_j d_j r_jd / sum_j W_j d_j`` the work-weighted mean over the jobs of
+  ``r_jd = tput_j,d / max_d' tput_j,d'`` (the job's speed there relative to its fastest
+  type; 0 where it cannot run there). On one device type ``s_d = 1`` and this equals
+  ``"devices"``. Load 1: the jobs' work, spread over the device types in the proportions of
+  their speeds, would keep the cluster busy over the span.
 
 Scaling arrivals by a factor ``f`` (relative to the first arrival) scales ``T`` by ``f``
 and the load by ``1/f``; :func:`scale_to_load` picks ``f`` to hit a target.
@@ -33,7 +41,7 @@ from hetgym.specs import ClusterSpec
 __all__ = [
     "rebase", "time_window", "hour_window", "split_by_time", "split_by_count",
     "busiest_window", "sample_jobs", "best_durations", "offered_load", "scale_to_load",
-    "all_at_zero", "episodes",
+    "all_at_zero", "episodes", "slots_by_type", "speed_weights",
 ]
 
 
@@ -168,18 +176,46 @@ def _span(df: pd.DataFrame, span: float | None) -> float:
     return s
 
 
+def slots_by_type(cluster: ClusterSpec, cpu_slot_cores: int = 20) -> dict[str, int]:
+    """Worker slots per device type: GPUs, or ``floor(cores / cpu_slot_cores)`` per CPU node."""
+    out: dict[str, int] = {}
+    for n in cluster.nodes:
+        per = n.gpus if n.gpu_type is not None else n.cpus // cpu_slot_cores
+        out[n.device] = out.get(n.device, 0) + n.count * int(per)
+    return out
+
+
+def speed_weights(df: pd.DataFrame, cluster: ClusterSpec) -> dict[str, float]:
+    """``s_d`` per device type of ``cluster``: the work-weighted mean over the jobs of their
+    throughput there relative to their fastest type (module docstring, ``"speed"``)."""
+    types = list(cluster.device_types)
+    tput = df[[f"tput_{d}" for d in types]].to_numpy(dtype=np.float64)
+    best = tput.max(axis=1)
+    ok = best > 0
+    wd = (df["workers"].to_numpy(dtype=np.float64) * best_durations(df, cluster))[ok]
+    rel = tput[ok] / best[ok, None]
+    total = float(wd.sum())
+    if total <= 0:
+        raise ValueError("no job can run on the cluster")
+    return {d: float(wd @ rel[:, i] / total) for i, d in enumerate(types)}
+
+
 def offered_load(df: pd.DataFrame, cluster: ClusterSpec, *, span: float | None = None,
                  resources: str = "devices", cpu_slot_cores: int = 20) -> float:
     """Offered load of a job table on a cluster (definitions in the module docstring)."""
     T = _span(df, span)
     d = best_durations(df, cluster)
     w = df["workers"].to_numpy(dtype=np.float64)
-    if resources == "devices":
-        slots = sum(n.count * (n.gpus if n.gpu_type is not None else n.cpus // cpu_slot_cores)
-                    for n in cluster.nodes)
-        if slots <= 0:
+    if resources in ("devices", "speed"):
+        slots = slots_by_type(cluster, cpu_slot_cores)
+        if resources == "speed":
+            s = speed_weights(df, cluster)
+            cap = sum(n * s[t] for t, n in slots.items())
+        else:
+            cap = float(sum(slots.values()))
+        if cap <= 0:
             raise ValueError("the cluster has no worker slot")
-        return float(np.sum(w * d) / (slots * T))
+        return float(np.sum(w * d) / (cap * T))
     if resources == "dominant":
         C = sum(n.count * n.cpus for n in cluster.nodes)
         M = sum(n.count * n.mem_gb for n in cluster.nodes)
@@ -189,7 +225,7 @@ def offered_load(df: pd.DataFrame, cluster: ClusterSpec, *, span: float | None =
         if G > 0:
             shares.append(w / G)
         return float(np.sum(d * np.max(np.stack(shares), axis=0)) / T)
-    raise ValueError(f"resources must be 'devices' or 'dominant', got {resources!r}")
+    raise ValueError(f"resources must be 'devices', 'speed' or 'dominant', got {resources!r}")
 
 
 def scale_to_load(df: pd.DataFrame, cluster: ClusterSpec, target: float, *,

@@ -9,8 +9,8 @@ import pytest
 
 import hetgym
 from agents.adapter import AgentScheduler
-from agents.envtools import (EnvConfig, heldout_windows, policy_mask, rescale_time,
-                             time_feature_index, window_rows, window_scenario)
+from agents.envtools import (EnvConfig, heldout_windows, policy_mask, time_feature_index,
+                             window_rows, window_scenario)
 from hetgym import scenarios
 from hetgym.envs.hetcluster import HetClusterEnv
 
@@ -29,12 +29,10 @@ class RandomMasked:
 
 
 def _episode(env: HetClusterEnv, policy, cfg: EnvConfig, seed: int = 0):
-    from agents.envtools import policy_obs
-
     obs, _ = env.reset(seed=seed)
     actions, done, info = [], False, {}
     while not done:
-        a = policy(policy_obs(env, obs, cfg.time_scale), policy_mask(env, cfg.no_idle_wait))
+        a = policy(obs, policy_mask(env, cfg.no_idle_wait))
         actions.append(a)
         obs, _, term, trunc, info = env.step(a)
         done = term or trunc
@@ -129,17 +127,20 @@ def test_no_idle_wait_masks_wait_when_no_event_is_left():
     assert env.action_masks()[env.wait_action]
 
 
-def test_rescale_time_features():
-    env = EnvConfig(n_jobs=None, window=4).make(scenarios.get("toy-3jobs"))
+def test_time_scale_of_the_time_features():
+    base = EnvConfig(n_jobs=None, window=4).make(scenarios.get("toy-3jobs"))
+    env = EnvConfig(n_jobs=None, window=4, time_scale=36000.0).make(scenarios.get("toy-3jobs"))
+    obs0, _ = base.reset(seed=0)
     obs, _ = env.reset(seed=0)
     idx = time_feature_index(env.window, env.n_dev, env.run_window)
-    np.testing.assert_allclose(rescale_time(obs, idx, 3600.0), obs, atol=1e-6)
-    out = rescale_time(obs, idx, 36000.0)
-    # slot 0, best duration 3 s: 3/(3+3600) -> 3/(3+36000)
-    assert out[2] == pytest.approx(3.0 / 36003.0, rel=1e-4)
-    assert (out[idx][obs[idx] < 0] == -1).all()
+    # slot 0, best duration 3 s: 3/(3+3600) with the default scale, 3/(3+36000) here
+    assert obs0[2] == pytest.approx(3.0 / 3603.0, rel=1e-6)
+    assert obs[2] == pytest.approx(3.0 / 36003.0, rel=1e-6)
+    assert (obs[idx][obs0[idx] < 0] == -1).all()
     untouched = np.setdiff1d(np.arange(len(obs)), idx)
-    np.testing.assert_array_equal(out[untouched], obs[untouched])
+    untouched = untouched[[not f.name.startswith("deadline") for f in
+                           (env.obs_layout[i] for i in untouched)]]
+    np.testing.assert_array_equal(obs[untouched], obs0[untouched])
 
 
 def test_invalid_policy_action_raises_or_waits(window):

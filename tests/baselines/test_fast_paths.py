@@ -335,3 +335,11 @@ def test_allox_plus_list_schedule_matches_heaps(seed) -> None:
     pool = MachinePool(dev.astype(np.int64), omega.astype(np.float64), now)
     got = [(s.job, s.device) for s in _list_schedule(view, jobs, p[jobs], pool, Cap())]
     assert got == plain_list_schedule(workers, jobs, p[jobs], dev, omega, now, fails)
+
+
+@pytest.mark.parametrize("scenario, n", [("fitgpp-lab", 200), ("synthetic-hybrid", None)])
+def test_srpt_matches_plain_ranking_on_scenarios(scenario, n) -> None:
+    """The same on registered scenarios: fitgpp-lab's cores and memory per worker are not
+    dyadic, so the order of floating-point additions on free capacity could matter."""
+    sc = hetgym.scenarios.get(scenario, **({"n_jobs": n} if n else {}))
+    assert_same_schedule(sc, baselines.make("srpt"), PlainSRPT(False))

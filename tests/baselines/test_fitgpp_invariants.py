@@ -39,10 +39,16 @@ def test_lab_scenario_is_the_papers_setup():
     assert lab.options.max_preemptions == 1 and lab.options.restart_delay == 0.0
     te = lab.workload.frame["job_class"] == "TE"
     assert abs(te.mean() - 0.3) < 0.01
-    small = hetgym.scenarios.get("fitgpp-lab", n_jobs=300, nodes=8)
+    small = hetgym.scenarios.get("fitgpp-lab", n_jobs=300, nodes=8, arrivals="open")
     assert small.cluster.num_nodes == 8
-    span = lab.workload.frame["arrival"].max() / small.workload.frame["arrival"].max()
+    big = hetgym.scenarios.get("fitgpp-lab", n_jobs=300, arrivals="open")
+    span = big.workload.frame["arrival"].max() / small.workload.frame["arrival"].max()
     assert span == pytest.approx(8 / 84)  # same offered load on fewer nodes
+    # controlled arrivals (the default): 300 jobs do not fill twice 84 nodes, so all
+    # arrive at once; on 8 nodes they are spread out
+    assert (lab.workload.frame["arrival"] == 0).all()
+    ctl = hetgym.scenarios.get("fitgpp-lab", n_jobs=300, nodes=8)
+    assert ctl.workload.frame["arrival"].max() > 0
 
 
 def test_preemptions_happen_and_te_jobs_wait_less(lab):

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 import hetgym
 from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
 from hetgym.decisions import Move, Placement, Preempt, SchedulingError, Start
-from hetgym.metrics import time_fraction_at_least
+from hetgym.metrics import node_books, time_fraction_at_least
 from tests import reference_sim as R
 from tests.sim.test_reference_equivalence import (
     RandomScheduler,
@@ -159,8 +159,7 @@ def test_forking_metrics_match_reference(scenario, flags, sync, seed):
         elif sim.n_running == 0 and sim.next_arrival == sim.n_jobs and sim.n_queue:
             break
     ref = R.simulate(sc, ForkingScheduler(round_length=60.0), seed=seed)
-    run = sim.state.run
-    busy = run.node_busy + np.where(run.node_since >= 0, sim.now - run.node_since, 0.0)
+    _, busy = node_books(sim)
     np.testing.assert_allclose(busy, ref.node_busy, rtol=1e-9, atol=1e-6)
     assert sim.segment_gpus.tolist() == ref.segment_gpus
 

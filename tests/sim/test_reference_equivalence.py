@@ -303,7 +303,7 @@ class Recorder:
     def decide(self, view) -> list:
         nodes, gpus, restarts = view.worker_node, view.worker_gpu, view.n_restart
         for j in view.running.tolist():
-            w = int(view.workers[j])
+            w = int(view.nworkers[j])
             pl = tuple(zip(nodes[j, :w].tolist(), gpus[j, :w].tolist()))
             assert self.placements.setdefault((j, int(restarts[j])), pl) == pl
         self.trace.append((float(view.now), tuple(view.queue.tolist()),

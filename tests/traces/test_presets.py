@@ -115,7 +115,7 @@ def test_philly_window(n_jobs: int, seed: int, load: float) -> None:
     assert df["arrival"].iloc[0] == 0.0
     assert (np.diff(df["arrival"].to_numpy()) >= 0).all()
     assert df["job_id"].tolist() == list(range(n_jobs))
-    assert offered_load(df, cluster) == pytest.approx(load, rel=0.01)
+    assert offered_load(df, cluster, resources="speed", cpu_slot_cores=8) == pytest.approx(load, rel=0.01)
     assert df["workers"].max() <= max_node_gang(cluster) == 4
     assert df.attrs["dropped_too_large"] > 0
     hetgym.Workload.from_frame(df).check_cluster(cluster, hetgym.SimOptions(cpu_slot_cores=8))

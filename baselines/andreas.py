@@ -1,0 +1,231 @@
+"""ANDREAS Randomized Greedy and the first-principle methods it is compared with.
+
+Filippini, Ardagna, Lattuada, Amaldi, Ciavotta, Riedl, Materka, Skrzypek, Magugliani,
+Cicala, *ANDREAS: Artificial intelligence traiNing scheDuler foR accElerAted resource
+clusterS* (2021). Each job runs on ONE node with g GPUs of it (g between the job's
+``min_workers`` and ``max_workers``); the scheduler minimises the energy cost of the
+cluster plus the weighted tardiness of late jobs.
+
+Schedulers (``baselines.names()``):
+
+* ``andreas-rg`` :class:`AndreasRG` (paper section IV, Algorithm 1; spec 4.1): at every
+  submission, completion and every H = 300 s (``round_length``) it re-plans every
+  arrived unfinished job (running or waiting): pressure order (Eq. 2), best
+  configuration by the D* rule, node binding, proxy objective (Eq. 1); iteration 0 is
+  the deterministic greedy, iterations 1 .. ``max_iter`` - 1 are randomised (Numba,
+  :mod:`baselines.andreas_kernel`), seeded from ``view.rng`` so a run repeats. The plan
+  is applied: unchanged jobs keep running, changed ones move (``Move``: restart delay,
+  checkpoint rule, no preemption counted), postponed ones are preempted.
+* ``andreas-fifo``, ``andreas-edf``, ``andreas-ps`` :class:`FirstPrinciple` (paper
+  section V-B, "first-principle methods never change the configuration assigned to a
+  job once it has been started"; spec 4.6, ref-code ``first_principle_methods.cpp``):
+  non-preemptive; at each event the waiting jobs in FIFO (submission), EDF (deadline)
+  or PS (tardiness weight, heaviest first) order each take the first configuration of
+  D* (cheapest meeting the due date) then D*^C (fastest) whose node class has a node
+  with no other job (A-A6), non-blocking.
+
+Assumptions (spec 4.5; tested in tests/baselines/test_andreas.py):
+
+* A-A2 swap rule: adjacent pairs, probability 0.5 -/+ ``pi`` keeps heavier jobs ahead.
+* A-A3 t_{jng} = restart delay (if the job ran before and changes configuration) +
+  R / (g x tput x g^(e_j - 1)), R = the work left, after the checkpoint rule when the
+  configuration changes (whole epochs with ``checkpoint_unit="work"``); topology and
+  interference are not looked at (ANDREAS' jobs have comm = 0).
+* A-A4 nodes of one class are interchangeable; binding order (i) stay (A-A5), (ii) open
+  node best fit, (iii) lowest unused node, (iv) other configurations on open nodes,
+  (v) any unused node, (vi) postpone. The best plan's nodes are then permuted within
+  each class to keep running jobs where they are (same f_OBJ, fewer migrations).
+* A-A5 a running job keeps its node when its chosen configuration still fits there; its
+  GPUs are held back from the jobs placed before it in the order: steps (ii)-(v) bind them
+  around it first, and only then on any free GPU (without that, every arrival at the head of the order displaced a chain of
+  running jobs: 12,690 restarts for 400 jobs on andreas-sim N = 40, see docs/andreas.md).
+* A-A6 first-principle methods give each job a node of its own (``exclusive_nodes``).
+* A-A7 tardiness weights are EUR per second late; H for the worst-case tardiness of a
+  postponed job is ``round_length``; rho = 100.
+* A-A8 f_OBJ charges the first-ending job of a node t x c_{n, g_j} (its own g).
+
+Outside the paper's model (documented, not in the paper): running jobs the plan may not
+move (in or with a grace period, at the preemption limit, across nodes) keep their GPUs;
+waiting jobs that no single GPU node can hold start with the default placement on the
+fastest device type with room. The proxy objective's pitfall (spec 4.7 A-3: a random
+swap can win the proxy and lose real tardiness) is the paper's behaviour, kept.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from baselines.andreas_kernel import rg_search_nb
+from baselines.andreas_parts import (
+    NodeClasses,
+    config_table,
+    current_configs,
+    fits_node,
+    pinned_jobs,
+    pinned_nodes,
+    plan_decisions,
+    relabel_nodes,
+    start_outside_model,
+    take_gpus,
+)
+from hetgym.decisions import Decision, Start
+
+__all__ = ["BASELINES", "AndreasRG", "FirstPrinciple"]
+
+
+class AndreasRG:
+    """ANDREAS Randomized Greedy (paper section IV, Algorithm 1; spec 4.1).
+
+    Args:
+        max_iter: Iterations per decision point, the first deterministic (paper: 1,000).
+        alpha: Randomised configuration choice among the first round(alpha x |list|).
+        beta: Randomised open-node choice among the first round(beta x count).
+        pi: Swap bias (A-A2).
+        rho: Penalty coefficient of postponed jobs (paper section V-B: 100).
+        round_length: H, seconds between periodic decision points (paper: 5 min).
+    """
+
+    call_when_queue_empty = True
+
+    def __init__(self, max_iter: int = 1000, alpha: float = 0.05, beta: float = 0.2,
+                 pi: float = 0.05, rho: float = 100.0, round_length: float = 300.0) -> None:
+        if max_iter < 1:
+            raise ValueError(f"andreas-rg: max_iter must be >= 1, got {max_iter}")
+        for name, v in (("alpha", alpha), ("beta", beta), ("pi", pi)):
+            if not 0.0 <= v <= 1.0:
+                raise ValueError(f"andreas-rg: {name} must be in [0, 1], got {v}")
+        self.max_iter, self.alpha, self.beta, self.pi, self.rho = max_iter, alpha, beta, pi, rho
+        self.round_length = float(round_length)
+        self.last_objective = float("nan")
+
+    def reset(self, view: Any) -> None:
+        self.classes = NodeClasses.of(view)
+
+    def plan(self, view: Any) -> tuple[dict[int, tuple[int, int]], list[int], list[int], float]:
+        """The best plan now: ``({job: (node, g)}, replanned running jobs, waiting jobs
+        outside the model, f_OBJ)``."""
+        seed = int(view.rng.integers(2**31 - 1))
+        cl = self.classes
+        pinned = pinned_jobs(view, cl)
+        pin = set(pinned)
+        running = [j for j in view.running.tolist() if j not in pin]
+        queued = view.queue.tolist()
+        cand = np.asarray(running + queued, dtype=np.int64)
+        n_run = len(running)
+        tab = config_table(view, cl, cand)
+        has = (tab.dlen + tab.clen) > 0
+        outside = [int(j) for j, h in zip(cand[n_run:], has[n_run:]) if not h]
+        stuck = [int(j) for j, h in zip(cand[:n_run], has[:n_run]) if not h]
+        if stuck:  # running jobs with no configuration left (cannot happen for ANDREAS jobs)
+            pinned += stuck
+            running = [j for j in running if j not in set(stuck)]
+        free, is_open, first_t, first_c = pinned_nodes(view, cl, pinned)
+        rows = np.flatnonzero(has)
+        if len(rows) == 0:
+            return {}, running, outside, 0.0
+        arrival = view.arrival[cand]
+        base = rows[np.lexsort((cand[rows], arrival[rows], -tab.delta[rows]))]
+        cur, _, cur_g = current_configs(view, cl, cand)
+        cur[n_run:] = -1
+        cur_g = np.maximum(cur_g, 0)
+        out_node = np.empty(len(cand), dtype=np.int64)
+        out_cfg = np.empty(len(cand), dtype=np.int64)
+        f = rg_search_nb(base, np.ascontiguousarray(view.weight[cand]),
+                         np.ascontiguousarray(view.deadline[cand]), tab.cls, tab.g, tab.t, tab.dl,
+                         tab.dlen, tab.cl, tab.clen, tab.mj, cur, cur_g, cl.of_node, free, is_open, first_t,
+                         first_c, cl.start, cl.nodes, cl.rate, float(view.now), self.round_length,
+                         float(self.rho), float(self.alpha), float(self.beta), float(self.pi),
+                         int(self.max_iter), seed, out_node, out_cfg)
+        targets = {int(cand[r]): (int(out_node[r]), int(tab.g[r, out_cfg[r]]))
+                   for r in base.tolist() if out_node[r] >= 0}
+        current = {int(cand[r]): (int(cur[r]), int(cur_g[r])) for r in range(n_run) if cur[r] >= 0}
+        return relabel_nodes(targets, current, cl, free), running, outside, float(f)
+
+    def decide(self, view: Any) -> list[Decision]:
+        targets, running, outside, f = self.plan(view)
+        self.last_objective = f
+        cap = view.capacity()
+        out = plan_decisions(view, cap, targets, running)
+        return out + start_outside_model(view, cap, outside)
+
+
+class FirstPrinciple:
+    """First-principle method (paper section V-B; spec 4.6): FIFO, EDF or PS order.
+
+    Non-preemptive and non-blocking: at each decision point the waiting jobs, in
+    ``order`` (``"fifo"``: submission time; ``"edf"``: absolute due date; ``"ps"``:
+    tardiness weight, heaviest first; ties: submission, then index), each take the first
+    configuration of D* (by cost) then D*^C (by time) that fits a node of its class with
+    no other job (``exclusive_nodes``, A-A6; lowest index first), or any node with room
+    when ``exclusive_nodes=False``. The configuration is kept until the job ends.
+    """
+
+    def __init__(self, order: str = "fifo", exclusive_nodes: bool = True) -> None:
+        if order not in ("fifo", "edf", "ps"):
+            raise ValueError(f"first-principle order must be fifo, edf or ps, got {order!r}")
+        self.order = order
+        self.exclusive_nodes = bool(exclusive_nodes)
+
+    def reset(self, view: Any) -> None:
+        self.classes = NodeClasses.of(view)
+
+    def _sorted(self, view: Any, q: np.ndarray) -> np.ndarray:
+        arr = view.arrival[q]
+        if self.order == "fifo":
+            return q[np.lexsort((q, arr))]
+        if self.order == "edf":
+            return q[np.lexsort((q, arr, view.deadline[q]))]
+        return q[np.lexsort((q, arr, -view.weight[q]))]
+
+    def decide(self, view: Any) -> list[Decision]:
+        q = np.asarray(view.queue, dtype=np.int64)
+        if len(q) == 0:
+            return []
+        cl = self.classes
+        jobs = self._sorted(view, q)
+        tab = config_table(view, cl, jobs)
+        cap = view.capacity()
+        out: list[Decision] = []
+        outside: list[int] = []
+        for i, j in enumerate(jobs.tolist()):
+            entries = tab.entries(i)
+            if not entries:
+                outside.append(j)
+                continue
+            for e in entries:
+                k, g = int(tab.cls[i, e]), int(tab.g[i, e])
+                n = self._node(view, cap, j, k, g)
+                if n >= 0:
+                    out.append(Start(j, None, take_gpus(view, cap, j, n, g)))
+                    break
+        return out + start_outside_model(view, cap, outside)
+
+    def _node(self, view: Any, cap: Any, j: int, k: int, g: int) -> int:
+        cl = self.classes
+        for n in cl.nodes[cl.start[k]:cl.start[k + 1]].tolist():
+            if self.exclusive_nodes and cap.free_gpus[n] < view.node_gpus[n]:
+                continue
+            if fits_node(view, cap, j, n, g):
+                return n
+        return -1
+
+
+def andreas_fifo(exclusive_nodes: bool = True) -> FirstPrinciple:
+    """``andreas-fifo``: first-principle FIFO (submission order)."""
+    return FirstPrinciple("fifo", exclusive_nodes)
+
+
+def andreas_edf(exclusive_nodes: bool = True) -> FirstPrinciple:
+    """``andreas-edf``: first-principle Earliest Deadline First."""
+    return FirstPrinciple("edf", exclusive_nodes)
+
+
+def andreas_ps(exclusive_nodes: bool = True) -> FirstPrinciple:
+    """``andreas-ps``: first-principle Priority Scheduling (heaviest tardiness weight first)."""
+    return FirstPrinciple("ps", exclusive_nodes)
+
+
+BASELINES = {"andreas-rg": AndreasRG, "andreas-fifo": andreas_fifo, "andreas-edf": andreas_edf,
+             "andreas-ps": andreas_ps}

@@ -1,0 +1,357 @@
+"""Parts of the ANDREAS baselines (spec 4.1, 4.6): node classes, the configuration table
+of a decision point, pinned jobs, and turning a plan into decisions.
+
+* :class:`NodeClasses` groups GPU nodes that are interchangeable for ANDREAS (one GPU
+  type, GPU count, cores, memory and power model, A-A4) and prices a node with g busy
+  GPUs: c_{ng} = (idle_w + g x gpu_w) x price x PUE / 3.6e6 EUR/s (spec 4.1 step 2).
+* :func:`config_table` runs :func:`~baselines.andreas_kernel.config_table_nb` for a set
+  of jobs: every (class, g) with g in [min_workers, min(max_workers, G_n)], its time
+  t_{jng} (restart delay and checkpoint loss included for a job that ran before unless
+  it keeps its configuration), its cost t x c, the D* / D*^C lists and the pressure Delta_j (Eq. 2).
+* :func:`pinned_jobs` names the running jobs a plan may not touch (grace period, at the
+  preemption limit, or placed outside ANDREAS' model: across nodes or on CPU nodes).
+* :func:`plan_decisions` turns a plan (node and g per job) into Preempt / Move / Start
+  decisions with the lowest free GPU ids of each node (ANDREAS has no topology).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from baselines.andreas_kernel import config_table_nb
+from hetgym.decisions import Decision, Move, Placement, Preempt, Start
+from hetgym.sim.codes import GRACE, RUNNING
+
+__all__ = [
+    "ConfigTable",
+    "NodeClasses",
+    "config_table",
+    "current_configs",
+    "eur_per_joule",
+    "fits_node",
+    "pinned_jobs",
+    "pinned_nodes",
+    "plan_decisions",
+    "start_outside_model",
+    "take_gpus",
+]
+
+EPS = 1e-9
+
+
+def eur_per_joule(view) -> float:
+    """EUR per joule of IT energy: price (EUR/kWh) x PUE / 3.6e6."""
+    return float(view.options.energy_price * view.options.pue / 3.6e6)
+
+
+@dataclass
+class NodeClasses:
+    """GPU nodes grouped into classes of interchangeable nodes (A-A4).
+
+    ``of_node[n]`` = class of node n (-1 for CPU nodes); class k: device ``dev[k]``,
+    ``gpus[k]``, ``cpus[k]``, ``mem[k]``, ``idle_w[k]``, ``gpu_w[k]``, its nodes
+    ``nodes[start[k]:start[k+1]]`` (ascending), and ``rate[k, g]`` = EUR/s with g busy GPUs.
+    """
+
+    of_node: np.ndarray
+    dev: np.ndarray
+    gpus: np.ndarray
+    cpus: np.ndarray
+    mem: np.ndarray
+    idle_w: np.ndarray
+    gpu_w: np.ndarray
+    start: np.ndarray
+    nodes: np.ndarray
+    rate: np.ndarray
+
+    @classmethod
+    def of(cls, view) -> NodeClasses:
+        """The classes of the view's cluster (static for a run)."""
+        keys: dict[tuple, int] = {}
+        n_nodes = len(view.node_device)
+        of_node = np.full(n_nodes, -1, dtype=np.int64)
+        for n in range(n_nodes):
+            d = int(view.node_device[n])
+            if view.dev_is_cpu[d] or view.node_gpus[n] <= 0:
+                continue
+            key = (d, int(view.node_gpus[n]), float(view.node_cpus[n]), float(view.node_mem[n]),
+                   float(view.node_idle_w[n]), float(view.node_gpu_w[n]))
+            of_node[n] = keys.setdefault(key, len(keys))
+        ks = list(keys)
+        arr = np.asarray(ks, dtype=np.float64).reshape(len(ks), 6)
+        order = np.argsort(of_node[of_node >= 0], kind="stable")
+        members = np.flatnonzero(of_node >= 0)[order].astype(np.int64)
+        start = np.searchsorted(of_node[members], np.arange(len(ks) + 1)).astype(np.int64)
+        gmax = int(arr[:, 1].max()) if len(ks) else 0
+        g = np.arange(gmax + 1, dtype=np.float64)
+        rate = (arr[:, 4:5] + g[None, :] * arr[:, 5:6]) * eur_per_joule(view)
+        return cls(of_node=of_node, dev=arr[:, 0].astype(np.int64), gpus=arr[:, 1].astype(np.int64),
+                   cpus=arr[:, 2].copy(), mem=arr[:, 3].copy(), idle_w=arr[:, 4].copy(),
+                   gpu_w=arr[:, 5].copy(), start=start, nodes=members, rate=np.ascontiguousarray(rate))
+
+
+@dataclass
+class ConfigTable:
+    """Configurations of ``jobs`` (rows) at one decision point (see :func:`config_table`)."""
+
+    jobs: np.ndarray
+    cls: np.ndarray
+    g: np.ndarray
+    t: np.ndarray
+    cost: np.ndarray
+    dl: np.ndarray
+    dlen: np.ndarray
+    cl: np.ndarray
+    clen: np.ndarray
+    delta: np.ndarray
+    mj: np.ndarray
+
+    def entries(self, i: int) -> list[int]:
+        """Row i's entries in ANDREAS order: D* by cost, then D*^C by time."""
+        return self.dl[i, : self.dlen[i]].tolist() + self.cl[i, : self.clen[i]].tolist()
+
+
+def current_configs(view, classes: NodeClasses, jobs: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(node, class, g) of each job's current run when it holds GPUs of one GPU node
+    (running or in a grace period), else (-1, -1, -1); int64 arrays."""
+    jobs = np.asarray(jobs, dtype=np.int64)
+    g = np.asarray(view.nworkers[jobs], dtype=np.int64)
+    st = np.asarray(view.status[jobs])
+    wn = np.asarray(view.worker_node[jobs])
+    first = wn[:, 0] if wn.shape[0] else np.zeros(0, dtype=np.int64)
+    slot = np.arange(wn.shape[1])[None, :] < g[:, None]
+    one_node = ((wn == first[:, None]) | ~slot).all(axis=1)
+    cls = np.where(first >= 0, classes.of_node[np.maximum(first, 0)], -1)
+    ok = (g > 0) & ((st == RUNNING) | (st == GRACE)) & one_node & (cls >= 0)
+    return (np.where(ok, first, -1).astype(np.int64), np.where(ok, cls, -1).astype(np.int64),
+            np.where(ok, g, -1).astype(np.int64))
+
+
+def config_table(view, classes: NodeClasses, jobs: np.ndarray) -> ConfigTable:
+    """The configuration table of ``jobs`` now (module docstring; spec 4.1 steps 1-3)."""
+    jobs = np.ascontiguousarray(jobs, dtype=np.int64)
+    nj = len(jobs)
+    kmax = max(1, int(classes.gpus.sum()))
+    _, cur_cls, cur_g = current_configs(view, classes, jobs)
+    ran = ~np.isnan(view.first_start[jobs])
+    delay = np.where(ran, float(view.options.restart_delay), 0.0)
+    out = ConfigTable(jobs=jobs, cls=np.zeros((nj, kmax), np.int64), g=np.zeros((nj, kmax), np.int64),
+                      t=np.zeros((nj, kmax)), cost=np.zeros((nj, kmax)),
+                      dl=np.zeros((nj, kmax), np.int64), dlen=np.zeros(nj, np.int64),
+                      cl=np.zeros((nj, kmax), np.int64), clen=np.zeros(nj, np.int64),
+                      delta=np.zeros(nj), mj=np.zeros(nj))
+    if nj == 0:
+        return out
+    rem = np.ascontiguousarray(view.remaining[jobs])
+    config_table_nb(rem, rem_after_move(view, jobs, rem), np.ascontiguousarray(view.tput[jobs]),
+                    np.ascontiguousarray(view.scale_exp[jobs]),
+                    np.ascontiguousarray(view.min_workers[jobs]),
+                    np.ascontiguousarray(view.max_workers[jobs]),
+                    np.ascontiguousarray(view.cpus_need[jobs]), np.ascontiguousarray(view.mem[jobs]),
+                    np.ascontiguousarray(view.deadline[jobs]), delay, cur_cls, cur_g,
+                    classes.dev, classes.gpus, classes.cpus, classes.mem, classes.idle_w,
+                    classes.gpu_w, eur_per_joule(view), float(view.now), out.cls, out.g, out.t,
+                    out.cost, out.dl, out.dlen, out.cl, out.clen, out.delta, out.mj)
+    return out
+
+
+def rem_after_move(view, jobs: np.ndarray, rem: np.ndarray) -> np.ndarray:
+    """Work left if the jobs changed configuration now: with ``checkpoint_unit="work"`` the
+    completed work rounded down to whole checkpoints (a running job's move loses the rest);
+    otherwise the work left as it is (the seconds rule's loss is not anticipated)."""
+    o = view.options
+    q = float(o.checkpoint_interval)
+    if o.checkpoint_unit != "work" or q <= 0:
+        return rem.copy()
+    work = view.work[jobs]
+    done = work - rem
+    kept = np.floor(done / q + 1e-9 * np.maximum(1.0, done / q)) * q
+    return np.ascontiguousarray(np.maximum(rem, work - kept))
+
+
+def pinned_jobs(view, classes: NodeClasses) -> list[int]:
+    """Running jobs a plan keeps where they are: in a grace period, with a grace period
+    (a preemption would not free their GPUs now), at the preemption limit, or placed
+    outside ANDREAS' model (across nodes, on a CPU node)."""
+    limit = view.max_preemptions
+    run = np.asarray(view.running, dtype=np.int64)
+    node, _, _ = current_configs(view, classes, run)
+    bad = (np.asarray(view.status[run]) == GRACE) | (view.grace[run] > 0) | (node < 0)
+    if limit is not None:
+        bad |= view.n_preempt[run] >= limit
+    return run[bad].tolist()
+
+
+def pinned_nodes(view, classes: NodeClasses, pinned: list[int]):
+    """Per node: free GPUs, open flag and first-ending (time, EUR) left by pinned jobs."""
+    n_nodes = len(view.node_device)
+    free = np.asarray(view.node_gpus, dtype=np.int64).copy()
+    is_open = np.zeros(n_nodes, dtype=np.bool_)
+    first_t = np.full(n_nodes, np.inf)
+    first_c = np.zeros(n_nodes)
+    now = float(view.now)
+    for j in pinned:
+        g = int(view.nworkers[j])
+        nodes = view.worker_node[j, :g].tolist()
+        gpus = view.worker_gpu[j, :g].tolist()
+        for n in set(nodes):
+            k = int(classes.of_node[n])
+            if k < 0:
+                continue
+            used = sum(1 for m, q in zip(nodes, gpus) if m == n and q >= 0)
+            free[n] -= used
+            is_open[n] = True
+            t = float(view.expected_finish(j)) - now
+            if t < first_t[n]:
+                first_t[n] = t
+                first_c[n] = t * classes.rate[k, min(used, classes.rate.shape[1] - 1)]
+    return free, is_open, first_t, first_c
+
+
+def fits_node(view, cap, j: int, n: int, g: int) -> bool:
+    """Whether g workers of job j fit on node n of the scratch capacity ``cap``."""
+    d = int(view.node_device[n])
+    return (cap.free_gpus[n] >= g and g * view.cpus_need[j, d] <= cap.free_cpus[n] + EPS
+            and g * view.mem[j] <= cap.free_mem[n] + EPS)
+
+
+def take_gpus(view, cap, j: int, n: int, g: int) -> Placement:
+    """Take the g lowest free GPU ids of node n from ``cap`` for job j; their placement."""
+    gpus = np.flatnonzero(cap.gpu_owner[n, : int(view.node_gpus[n])] < 0)[:g]
+    pl = Placement.of([n] * g, gpus.tolist())
+    cap.take(j, pl.nodes, pl.gpus)
+    return pl
+
+
+def relabel_nodes(targets: dict[int, tuple[int, int]], current: dict[int, tuple[int, int]],
+                  classes: NodeClasses, free0: np.ndarray) -> dict[int, tuple[int, int]]:
+    """The same plan with its nodes permuted within each class to keep running jobs where
+    they are (A-A4: nodes of a class are interchangeable, so f_OBJ does not change).
+
+    ``current[j] = (node, g)`` of the running jobs. Each planned node's set of jobs (a bin)
+    goes to a node of its class that can hold it (``free0``: GPUs left by pinned jobs),
+    greedily by the number of its jobs that would keep their node and g there (most
+    first; ties: the bin's own node, then lower indices); the other bins keep their node
+    when it is still free, else take the lowest free node of the class that holds them.
+    """
+    bins: dict[int, list[int]] = {}
+    for j, (n, _) in targets.items():
+        bins.setdefault(n, []).append(j)
+    need = {n: sum(targets[j][1] for j in js) for n, js in bins.items()}
+    pairs = []
+    for n, js in bins.items():
+        score: dict[int, int] = {}
+        for j in js:
+            c = current.get(j)
+            if c is not None and c[1] == targets[j][1] and classes.of_node[c[0]] == classes.of_node[n]:
+                score[c[0]] = score.get(c[0], 0) + 1
+        pairs += [(-k, m != n, n, m) for m, k in score.items() if need[n] <= free0[m]]
+    pairs.sort()
+    where: dict[int, int] = {}
+    taken: set[int] = set()
+    for _, _, n, m in pairs:
+        if n not in where and m not in taken:
+            where[n] = m
+            taken.add(m)
+    for n in sorted(bins):
+        if n in where:
+            continue
+        k = int(classes.of_node[n])
+        cands = [n] + classes.nodes[classes.start[k]:classes.start[k + 1]].tolist()
+        m = next(m for m in cands if m not in taken and need[n] <= free0[m])
+        where[n] = m
+        taken.add(m)
+    return {j: (where[n], g) for j, (n, g) in targets.items()}
+
+
+def plan_decisions(view, cap, targets: dict[int, tuple[int, int]], replan: list[int]) -> list[Decision]:
+    """Decisions that carry out a plan (spec 4.1 step 5).
+
+    ``targets[j] = (node, g)`` for every job the plan runs; ``replan`` = running jobs the
+    plan was free to change. A running job whose node and g are unchanged keeps its GPUs;
+    one not in the plan is preempted (GP = 0); one whose configuration changes is moved
+    (:class:`~hetgym.decisions.Move`: restart delay, checkpoint rule, no preemption
+    counted); new jobs start. Moved and new jobs take, in ``targets`` order, the lowest
+    GPU ids of their node left free by the jobs that stay. Moves are ordered so that
+    each one's GPUs are free when it is applied; a cycle (two jobs swapping GPUs) is
+    broken by preempting one and starting it afterwards. A job whose cores or memory do
+    not fit is not started (a moving one is preempted instead). ``cap`` (a scratch
+    capacity model) ends in the state after the decisions.
+    """
+    preempts: list[Decision] = []
+    movers: list[int] = []
+    keep: set[int] = set()
+    for j in replan:
+        tgt = targets.get(j)
+        if tgt is None:
+            preempts.append(Preempt(j))
+            cap.give(j)
+        elif tgt[1] == int(view.nworkers[j]) and int(view.worker_node[j, 0]) == tgt[0]:
+            keep.add(j)
+        else:
+            movers.append(j)
+    live = cap.copy()  # the engine's state once the preemptions above are applied
+    for j in movers:
+        cap.give(j)
+    placements: dict[int, Placement] = {}
+    for j, (n, g) in targets.items():
+        if j in keep:
+            continue
+        if fits_node(view, cap, j, n, g):
+            placements[j] = take_gpus(view, cap, j, n, g)
+        elif j in movers:
+            preempts.append(Preempt(j))
+            live.give(j)
+    pending = [j for j in movers if j in placements]
+    moves: list[Decision] = []
+    restart: set[int] = set()
+    while pending:
+        for j in pending:
+            if _can_move(view, live, j, placements[j]):
+                live.give(j)
+                live.take(j, placements[j].nodes, placements[j].gpus)
+                moves.append(Move(j, placements[j]))
+                pending.remove(j)
+                break
+        else:
+            j = pending.pop(0)
+            preempts.append(Preempt(j))
+            live.give(j)
+            restart.add(j)
+    starts = [Start(j, None, pl) for j, pl in placements.items() if j not in movers or j in restart]
+    return preempts + moves + starts
+
+
+def _can_move(view, live, j: int, pl: Placement) -> bool:
+    """Whether running job j can move to ``pl`` on the scratch state ``live`` (its GPUs free
+    or j's own; cores and memory within what is free plus what j holds on each node)."""
+    g = int(view.nworkers[j])
+    own = view.worker_node[j, :g].tolist()
+    for n, q in zip(pl.nodes.tolist(), pl.gpus.tolist()):
+        if live.gpu_owner[n, q] not in (-1, j):
+            return False
+    for n in set(pl.nodes.tolist()):
+        d = int(view.node_device[n])
+        k = int((pl.nodes == n).sum()) - own.count(n)
+        if (k * view.cpus_need[j, d] > live.free_cpus[n] + EPS
+                or k * view.mem[j] > live.free_mem[n] + EPS):
+            return False
+    return True
+
+
+def start_outside_model(view, cap, jobs: list[int]) -> list[Decision]:
+    """Start waiting jobs that no single GPU node can hold (outside ANDREAS' model) on the
+    fastest device type that can hold them and has room, with the default placement."""
+    out: list[Decision] = []
+    for j in jobs:
+        speed = np.where(view.holdable[j], view.tput[j], 0.0)
+        for d in np.argsort(-speed, kind="stable").tolist():
+            if speed[d] <= 0:
+                break
+            pl = cap.place(j, d)
+            if pl is not None:
+                out.append(Start(j, d, pl))
+                break
+    return out

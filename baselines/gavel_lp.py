@@ -1,0 +1,279 @@
+"""Gavel's allocation policies as linear programs (SciPy's HiGHS), pure functions.
+
+Each function takes the active jobs' throughput matrix ``T`` (``m x K``: steps/s of
+job ``j`` with its whole gang of ``sf_j`` workers on type ``k``; 0 where it cannot run),
+the scale factors ``sf`` (gang sizes), the GPU counts ``n`` per type, and returns
+the allocation ``X`` (``m x K``, the fraction of time job ``j`` should spend on type
+``k``). Gavel's base constraints (``policies/policy.py::get_base_constraints``) hold
+for every returned ``X``: ``X >= 0``, ``sum_k X_jk <= 1``, ``sum_j sf_j X_jk <= n_k``.
+hetgym also fixes ``X_jk = 0`` where ``T_jk = 0`` (Gavel has a throughput for every
+job on every type; in hetgym a job may not fit a type at all).
+
+Sources (``stanford-futuredata/gavel``, ``scheduler/policies/``): ``max_min_fairness.py``
+(LAS, LAS-Perf), ``proportional.py`` (the normalising share), ``max_sum_throughput.py``
+(max throughput, without costs and SLOs), ``min_total_duration.py`` (makespan),
+``finish_time_fairness.py`` / ``isolated.py`` (FTF). Spec: stage2 §3.6.
+
+Departures (documented, spec §3.6): Gavel solves with cvxpy, whose solvers return a
+point inside the optimal face when it is not unique; hetgym solves a second LP that
+maximises ``sum_jk c_jk X_jk`` (``c`` = the policy's own normalised throughput)
+subject to the first objective staying within a relative ``1e-9`` of its optimum, so
+the vertex is well defined (worked example G-2). FTF is solved by bisection on the
+max ratio (the problem is quasi-convex), not by cvxpy's ``inv_pos`` program.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import linprog
+from scipy.sparse import csr_matrix, hstack, identity, kron, vstack
+
+__all__ = [
+    "agnostic",
+    "base_constraints",
+    "finish_time_fairness",
+    "isolated_throughput",
+    "las",
+    "max_throughput",
+    "min_makespan",
+    "proportional_throughput",
+]
+
+_TIE_TOL = 1e-9
+
+
+def _check(T: np.ndarray, sf: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    T = np.asarray(T, dtype=np.float64)
+    sf = np.asarray(sf, dtype=np.float64).reshape(-1)
+    n = np.asarray(n, dtype=np.float64).reshape(-1)
+    if T.ndim != 2 or T.shape != (len(sf), len(n)):
+        raise ValueError(f"Gavel LP: T must be (jobs={len(sf)}, types={len(n)}), got {T.shape}")
+    if (T < 0).any() or (sf <= 0).any() or (n < 0).any():
+        raise ValueError("Gavel LP: throughputs and GPU counts must be >= 0, scale factors > 0")
+    return T, sf, n
+
+
+def agnostic(T: np.ndarray) -> np.ndarray:
+    """Heterogeneity-agnostic throughputs (Gavel's non-Perf policies): 1 wherever the
+    job can run, 0 elsewhere."""
+    return (np.asarray(T) > 0).astype(np.float64)
+
+
+def base_constraints(sf: np.ndarray, n: np.ndarray, extra: int = 0):
+    """``(A_ub, b_ub)`` of Gavel's base constraints on ``x`` flattened row-major (job-major),
+    with ``extra`` trailing zero columns (for auxiliary variables)."""
+    sf = np.asarray(sf, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    m, k = len(sf), len(n)
+    rows = kron(identity(m, format="csr"), csr_matrix(np.ones((1, k))))  # sum_k x_jk <= 1
+    cols = kron(csr_matrix(sf.reshape(1, -1)), identity(k, format="csr"))  # sum_j sf_j x_jk <= n_k
+    a = vstack([rows, cols]).tocsr()
+    if extra:
+        a = hstack([a, csr_matrix((a.shape[0], extra))]).tocsr()
+    return a, np.concatenate([np.ones(m), n])
+
+
+def _bounds(T: np.ndarray, extra: list[tuple[float | None, float | None]] | None = None):
+    b = [(0.0, 0.0) if t <= 0 else (0.0, 1.0) for t in T.reshape(-1)]
+    return b + (extra or [])
+
+
+def _solve(c, a_ub, b_ub, bounds, what: str):
+    res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"Gavel {what} LP failed: {res.message}")
+    return res
+
+
+def _tie_break(T: np.ndarray, sf: np.ndarray, n: np.ndarray, coef: np.ndarray,
+               a_obj, b_obj) -> np.ndarray:
+    """Second stage: maximise sum(coef * x) keeping the first stage's optimum
+    (``a_obj @ [x, aux] <= b_obj`` rows fix it). Returns ``x`` (m x K)."""
+    m, k = T.shape
+    extra = a_obj.shape[1] - m * k
+    a, b = base_constraints(sf, n, extra)
+    a = vstack([a, a_obj]).tocsr()
+    b = np.concatenate([b, b_obj])
+    c = np.concatenate([-coef.reshape(-1), np.zeros(extra)])
+    res = _solve(c, a, b, _bounds(T, [(None, None)] * extra), "tie-break")
+    return np.clip(res.x[: m * k].reshape(m, k), 0.0, 1.0)
+
+
+def proportional_throughput(T: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """``P_j = sum_k T_jk n_k / sum_k n_k`` (``proportional.py``: ``n_k/m`` per row,
+    divided by the largest row sum)."""
+    T = np.asarray(T, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    tot = n.sum()
+    return T @ n / tot if tot > 0 else np.zeros(len(T))
+
+
+def isolated_throughput(T: np.ndarray, sf: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """``T_j^iso = sum_k T_jk x^iso_jk`` with ``x^iso_jk = (n_k/m)/sf_j``, each row divided by
+    ``max(1, row sum)`` (``isolated.py``)."""
+    T, sf, n = _check(T, sf, n)
+    m = len(sf)
+    if m == 0:
+        return np.zeros(0)
+    x = (n[None, :] / m) / sf[:, None]
+    x = x / np.maximum(1.0, x.sum(axis=1, keepdims=True))
+    return (T * x).sum(axis=1)
+
+
+def las(T: np.ndarray, sf: np.ndarray, n: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
+    """Max-min fairness with performance (``MaxMinFairnessPolicyWithPerf``): maximise ``t``
+    s.t. ``sum_k T_jk sf_j / (w_j P_j) x_jk >= t`` for every job, base constraints.
+
+    For Gavel's heterogeneity-agnostic LAS (``MaxMinFairnessPolicy``) pass
+    ``agnostic(T)``. Jobs that can run nowhere get a zero row (they are left out of the
+    LP). ``w`` = priority weights (default 1).
+    """
+    T, sf, n = _check(T, sf, n)
+    m, k = T.shape
+    x = np.zeros((m, k))
+    w = np.ones(m) if w is None else np.asarray(w, dtype=np.float64)
+    p = proportional_throughput(T, n)
+    live = np.flatnonzero((p > 0) & (T.sum(axis=1) > 0))
+    if len(live) == 0:
+        return x
+    Tl, sfl = T[live], sf[live]
+    coef = Tl * (sfl / (w[live] * p[live]))[:, None]
+    ml = len(live)
+    # variables: x (ml*k), t. Rows: t - sum_k coef_jk x_jk <= 0.
+    fair = hstack([-_block_rows(coef), csr_matrix(np.ones((ml, 1)))]).tocsr()
+    a, b = base_constraints(sfl, n, 1)
+    a = vstack([a, fair]).tocsr()
+    b = np.concatenate([b, np.zeros(ml)])
+    c = np.zeros(ml * k + 1)
+    c[-1] = -1.0
+    res = _solve(c, a, b, _bounds(Tl, [(0.0, None)]), "LAS")
+    t_star = float(res.x[-1])
+    # second stage: keep t >= t*(1 - tol), i.e. -t <= -t*(1-tol)
+    fix_t = csr_matrix(([-1.0], ([0], [ml * k])), shape=(1, ml * k + 1))
+    x[live] = _tie_break(Tl, sfl, n, coef, vstack([fair, fix_t]).tocsr(),
+                         np.concatenate([np.zeros(ml), [-t_star * (1 - _TIE_TOL)]]))
+    return x
+
+
+def _block_rows(coef: np.ndarray):
+    """Sparse ``m x (m*k)`` matrix whose row ``j`` holds ``coef[j]`` in job ``j``'s columns."""
+    m, k = coef.shape
+    rows = np.repeat(np.arange(m), k)
+    cols = np.arange(m * k)
+    return csr_matrix((coef.reshape(-1), (rows, cols)), shape=(m, m * k))
+
+
+def max_throughput(T: np.ndarray, sf: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Maximise total throughput ``sum_jk T_jk x_jk`` (``max_sum_throughput.py``'s
+    ``ThroughputNormalizedByCostSumWithPerfSLOs`` without costs or SLOs). Ties: the
+    HiGHS vertex (no second stage; the objective is already a throughput sum)."""
+    T, sf, n = _check(T, sf, n)
+    m, k = T.shape
+    if m == 0:
+        return np.zeros((0, k))
+    a, b = base_constraints(sf, n)
+    res = _solve(-T.reshape(-1), a, b, _bounds(T), "max-throughput")
+    return np.clip(res.x.reshape(m, k), 0.0, 1.0)
+
+
+def _feasible(T: np.ndarray, sf: np.ndarray, n: np.ndarray, need: np.ndarray) -> np.ndarray | None:
+    """An ``x`` with ``sum_k T_jk x_jk >= need_j`` under the base constraints, or None.
+    The returned ``x`` maximises total normalised throughput among feasible points."""
+    m, k = T.shape
+    a, b = base_constraints(sf, n)
+    req = -_block_rows(T)
+    a = vstack([a, req]).tocsr()
+    b = np.concatenate([b, -need])
+    norm = T / np.maximum(need, 1e-300)[:, None]
+    res = linprog(-norm.reshape(-1), A_ub=a, b_ub=b, bounds=_bounds(T), method="highs")
+    if res.status != 0:
+        return None
+    return np.clip(res.x.reshape(m, k), 0.0, 1.0)
+
+
+def min_makespan(T: np.ndarray, sf: np.ndarray, n: np.ndarray, remaining: np.ndarray,
+                 lo: float = 100.0, hi: float = 1e6) -> np.ndarray:
+    """Smallest makespan ``M`` such that every job can finish its ``remaining`` steps by
+    ``M`` (``sum_k T_jk x_jk >= R_j / M``), by Gavel's bisection (``min_total_duration.py``):
+    on ``[lo, hi]`` until ``hi <= 1.05 lo``; if nothing is feasible, the next decade
+    ``[hi, 10 hi]``. Returns the last feasible ``x``. Jobs that can run nowhere (or have
+    nothing left) get a zero row."""
+    T, sf, n = _check(T, sf, n)
+    m, k = T.shape
+    x = np.zeros((m, k))
+    rem = np.asarray(remaining, dtype=np.float64)
+    live = np.flatnonzero((T.sum(axis=1) > 0) & (rem > 0))
+    if len(live) == 0:
+        return x
+    Tl, sfl, rl = T[live], sf[live], rem[live]
+    best = None
+    last_hi = hi
+    for _ in range(60):
+        while 1.05 * lo < hi:
+            mid = (lo + hi) / 2.0
+            cand = _feasible(Tl, sfl, n, rl / mid)
+            if cand is not None:
+                best, hi = cand, mid
+            else:
+                lo = mid
+        if best is not None:
+            break
+        lo, hi, last_hi = last_hi, last_hi * 10.0, last_hi * 10.0
+    if best is None:
+        raise RuntimeError("Gavel makespan LP: no feasible makespan below 1e66 s")
+    x[live] = best
+    return x
+
+
+def finish_time_fairness(T: np.ndarray, sf: np.ndarray, n: np.ndarray, remaining: np.ndarray,
+                         since_start: np.ndarray, isolated_time: np.ndarray,
+                         t_iso: np.ndarray | None = None, rtol: float = 1e-4) -> np.ndarray:
+    """Finish-time fairness (Themis-style, ``FinishTimeFairnessPolicyWithPerf``): minimise
+    ``max_j rho_j``, ``rho_j = (s_j + R_j / sum_k T_jk x_jk) / (I_j + R_j / T_j^iso)``,
+    with ``s_j`` = time since arrival, ``I_j`` = isolated time already accrued
+    (``isolated_time``), ``T_j^iso`` from :func:`isolated_throughput` (or ``t_iso``).
+
+    Solved by bisection on ``rho`` (relative tolerance ``rtol``): ``rho`` is feasible iff
+    an ``x`` under the base constraints gives ``sum_k T_jk x_jk >= R_j / (rho (I_j +
+    R_j/T_j^iso) - s_j)`` for every job (infeasible where that denominator is <= 0).
+    Returns the ``x`` of the smallest feasible ``rho`` found.
+    """
+    T, sf, n = _check(T, sf, n)
+    m, k = T.shape
+    x = np.zeros((m, k))
+    rem = np.asarray(remaining, dtype=np.float64)
+    s = np.asarray(since_start, dtype=np.float64)
+    iso_t = np.asarray(isolated_time, dtype=np.float64)
+    tiso = isolated_throughput(T, sf, n) if t_iso is None else np.asarray(t_iso, dtype=np.float64)
+    live = np.flatnonzero((T.sum(axis=1) > 0) & (rem > 0) & (tiso > 0))
+    if len(live) == 0:
+        return x
+    Tl, sfl = T[live], sf[live]
+    base = iso_t[live] + rem[live] / tiso[live]
+    sl, rl = s[live], rem[live]
+
+    def attempt(rho: float) -> np.ndarray | None:
+        den = rho * base - sl
+        if (den <= 0).any():
+            return None
+        return _feasible(Tl, sfl, n, rl / den)
+
+    hi = 1.0
+    best = attempt(hi)
+    for _ in range(80):
+        if best is not None:
+            break
+        hi *= 2.0
+        best = attempt(hi)
+    if best is None:
+        raise RuntimeError("Gavel FTF: no feasible finish-time ratio below 2^80")
+    lo = 0.0
+    while hi - lo > rtol * hi:
+        mid = (lo + hi) / 2.0
+        cand = attempt(mid)
+        if cand is not None:
+            best, hi = cand, mid
+        else:
+            lo = mid
+    x[live] = best
+    return x

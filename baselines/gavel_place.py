@@ -1,0 +1,168 @@
+"""Gavel's per-round worker assignment and the decisions that carry it out.
+
+``scheduler/scheduler.py::_schedule_jobs_on_workers`` and ``_assign_workers_to_job``
+(``stanford-futuredata/gavel``): per GPU type, the jobs scheduled on it are taken by
+decreasing gang size; for each gang size, first every job that ran on this type in the
+previous round keeps its exact GPUs if none of them is taken yet, then the other jobs
+get GPUs server by server (a pointer over the type's servers that never moves back, i.e.
+the first free GPUs in node order, GPU order). hetgym adds CPU-core and memory checks
+per node (Gavel schedules GPUs only; with the trace loaders' defaults they never bind).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hetgym.decisions import Decision, Move, Placement, Preempt, Start
+from hetgym.sim.codes import GRACE, QUEUED, RUNNING
+
+__all__ = ["assign_workers", "carry_out"]
+
+
+class _Free:
+    """Which GPUs, cores and memory a round's assignment has not given out yet."""
+
+    def __init__(self, view, held: np.ndarray) -> None:
+        self.gpu = np.arange(view.node_gpus.max(initial=0))[None, :] < np.asarray(view.node_gpus)[:, None]
+        self.cpu = np.asarray(view.node_cpus, dtype=np.float64).copy()
+        self.mem = np.asarray(view.node_mem, dtype=np.float64).copy()
+        self.view = view
+        for j in held.tolist():  # jobs that keep what they hold whatever we decide
+            self.take(int(j), *current(view, int(j)))
+
+    def fits(self, job: int, nodes: np.ndarray, gpus: np.ndarray) -> bool:
+        v = self.view
+        if not self.gpu[nodes, gpus].all() or len(set(zip(nodes.tolist(), gpus.tolist()))) < len(nodes):
+            return False
+        need_c: dict[int, float] = {}
+        for n in nodes.tolist():
+            need_c[n] = need_c.get(n, 0.0) + 1.0
+        return all(self.cpu[n] + 1e-9 >= c * v.cpus_need[job, v.node_device[n]]
+                   and self.mem[n] + 1e-9 >= c * v.mem[job] for n, c in need_c.items())
+
+    def take(self, job: int, nodes: np.ndarray, gpus: np.ndarray) -> None:
+        v = self.view
+        for n, g in zip(nodes.tolist(), gpus.tolist()):
+            self.gpu[n, g] = False
+            self.cpu[n] -= v.cpus_need[job, v.node_device[n]]
+            self.mem[n] -= v.mem[job]
+
+    def first(self, job: int, dev: int, w: int) -> Placement | None:
+        """The first ``w`` free GPUs of type ``dev`` in node, GPU order (room for the job's
+        cores and memory on each node), or None."""
+        v = self.view
+        nodes: list[int] = []
+        gpus: list[int] = []
+        c, m = float(v.cpus_need[job, dev]), float(v.mem[job])
+        for n in np.flatnonzero(np.asarray(v.node_device) == dev).tolist():
+            cpu, mem = self.cpu[n], self.mem[n]
+            for g in np.flatnonzero(self.gpu[n]).tolist():
+                if len(nodes) == w or cpu + 1e-9 < c or mem + 1e-9 < m:
+                    break
+                nodes.append(n)
+                gpus.append(g)
+                cpu -= c
+                mem -= m
+            if len(nodes) == w:
+                break
+        if len(nodes) < w:
+            return None
+        pl = Placement.of(nodes, gpus)
+        self.take(job, pl.nodes, pl.gpus)
+        return pl
+
+
+def current(view, job: int) -> tuple[np.ndarray, np.ndarray]:
+    """The nodes and GPUs ``job`` holds now."""
+    w = int(view.workers[job])
+    return np.asarray(view.worker_node[job, :w]), np.asarray(view.worker_gpu[job, :w])
+
+
+def assign_workers(view, scheduled: dict[int, list[int]], held: np.ndarray
+                   ) -> dict[int, tuple[int, Placement]]:
+    """Placements for the round: ``{job: (type, placement)}``.
+
+    Args:
+        view: The simulator's view.
+        scheduled: Per type (in the round's type order), the jobs scheduled on it in
+            walk order.
+        held: Jobs whose resources stay taken this round (in a grace period, or to be
+            preempted with a grace period).
+
+    Jobs that get no GPUs (only possible when CPU cores, memory or ``held`` bind) are
+    left out.
+    """
+    free = _Free(view, held)
+    status = np.asarray(view.status)
+    dev = np.asarray(view.device)
+    out: dict[int, tuple[int, Placement]] = {}
+    for k, jobs in scheduled.items():
+        by_size = sorted(jobs, key=lambda j: -int(view.workers[j]))  # stable: walk order on ties
+        for size in sorted({int(view.workers[j]) for j in jobs}, reverse=True):
+            same = [j for j in by_size if int(view.workers[j]) == size]
+            for j in same:  # keep the GPUs of the previous round where all are free
+                if status[j] == RUNNING and dev[j] == k:
+                    nodes, gpus = current(view, j)
+                    if free.fits(j, nodes, gpus):
+                        free.take(j, nodes, gpus)
+                        out[j] = (k, Placement(nodes.copy(), gpus.copy()))
+            for j in same:
+                if j not in out:
+                    pl = free.first(j, k, size)
+                    if pl is not None:
+                        out[j] = (k, pl)
+    return out
+
+
+def carry_out(view, plan: dict[int, tuple[int, Placement]]) -> list[Decision]:
+    """Decisions that turn the running set into ``plan``: ``Preempt`` for running jobs
+    left out, ``Move`` for running jobs whose placement changes (ordered so that each
+    target is free when it is applied), ``Start`` for waiting jobs. A cycle of moves
+    (A onto B's GPUs and B onto A's) is broken by preempting one of its jobs and starting
+    it after the moves (counted as a preemption)."""
+    status = np.asarray(view.status)
+    out: list[Decision] = []
+    moves: dict[int, tuple[int, Placement]] = {}
+    starts: list[Decision] = []
+    for j in np.asarray(view.running).tolist():
+        if status[j] != RUNNING:
+            continue
+        if j not in plan:
+            out.append(Preempt(j))
+            continue
+        k, pl = plan[j]
+        nodes, gpus = current(view, j)
+        if not (np.array_equal(nodes, pl.nodes) and np.array_equal(gpus, pl.gpus)):
+            moves[j] = (k, pl)
+    for j, (k, pl) in plan.items():
+        if status[j] == QUEUED:
+            starts.append(Start(j, k, pl))
+        elif status[j] == GRACE:
+            raise AssertionError(f"Gavel: job {j} in its grace period was planned")
+    # owner of every GPU a moving job holds now
+    owner: dict[tuple[int, int], int] = {}
+    for j in moves:
+        nodes, gpus = current(view, j)
+        owner.update({(n, g): j for n, g in zip(nodes.tolist(), gpus.tolist())})
+    pending = dict(moves)
+    while pending:
+        ready = [j for j, (_, pl) in pending.items()
+                 if all(owner.get((n, g), j) in (j, -1)
+                        for n, g in zip(pl.nodes.tolist(), pl.gpus.tolist()))]
+        if not ready:  # a cycle: give one job's GPUs back now, start it after the moves
+            j = min(pending)
+            k, pl = pending.pop(j)
+            out.append(Preempt(j))
+            starts.insert(0, Start(j, k, pl))
+            ready = []
+            for key, o in list(owner.items()):
+                if o == j:
+                    owner[key] = -1
+            continue
+        for j in ready:
+            k, pl = pending.pop(j)
+            out.append(Move(j, pl, k))
+            for key, o in list(owner.items()):
+                if o == j:
+                    owner[key] = -1
+    return out + starts

@@ -1,0 +1,221 @@
+"""Numba kernels of the baselines (the inner loops of their decisions).
+
+* :func:`srpt_decide_nb`: one decision of :class:`baselines.classic.SRPT`.
+* :func:`jsq_omega_nb`: JSQ+'s projected machine free times
+  (:class:`baselines.allox.JSQPlus`).
+
+:func:`srpt_decide_nb` carries out SRPT's rule (see the class docstring) at one
+decision point: movable running jobs (not in a grace period, under the preemption
+limit) and waiting jobs are walked in order of remaining time on their fastest type
+(running jobs first on ties, waiting jobs by ``(key, tie)``), on a scratch copy of
+free capacity from which every movable job's resources were given back. A running
+job keeps its placement if it is still free there; a waiting job takes the first
+device type of its ``table`` row with room (the simulator's placement kernel). Then
+the movable jobs not kept are preempted, and the planned starts are placed on what is
+free once the preempted jobs without a grace period have left.
+
+The waiting jobs come from :class:`baselines.parts.WaitingGroups` (jobs of one
+*shape* fit, or do not, alike, and capacity only shrinks during the walk): the kernel
+gets a prefix of each group in ``(key, tie)`` order, walks the groups' heads merged,
+and drops a group at its first job that finds no room. So a decision costs the
+running jobs plus what starts plus one job per shape, not the length of the queue.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from hetgym.sim.kernels import alloc_nb, place_nb
+
+__all__ = ["NEED_MORE", "jsq_omega_nb", "srpt_decide_nb"]
+
+#: Return value (minus the group's position) when a group's prefix ran out: call again
+#: with longer prefixes.
+NEED_MORE = -1
+
+
+@njit(cache=True, inline="always")
+def _alloc_running_nb(j, sign, workers, worker_node, worker_gpu, cpus_need, mem, node_dev,
+                      dev_is_cpu, cap):
+    """``alloc_nb`` for running job ``j``'s current placement on the plain arrays of ``cap``
+    (free_gpus, free_cpus, free_mem, free_dev, gpu_owner): the same floating-point
+    operations. (Fields of a NamedTuple read inside a loop cost some 0.2 us per job in
+    Numba; read once, outside, they cost nothing.)"""
+    free_gpus, free_cpus, free_mem, free_dev, gpu_owner = cap
+    for q in range(workers[j]):
+        n = worker_node[j, q]
+        d = node_dev[n]
+        free_cpus[n] -= sign * cpus_need[j, d]
+        free_mem[n] -= sign * mem[j]
+        g = worker_gpu[j, q]
+        if g >= 0:
+            free_gpus[n] -= sign
+            free_dev[d] -= sign
+            gpu_owner[n, g] = j if sign > 0 else -1
+        elif dev_is_cpu[d]:
+            free_dev[d] -= sign * cpus_need[j, d]
+
+
+@njit(cache=True)
+def _place_first_nb(j, table, workers, cpus_need, mem, policy, nodes, cap, scr_i, tmp_n, tmp_g):
+    """Place waiting job ``j`` on the first device type of its ``table`` row where the
+    simulator's placement kernel finds room, take it from ``cap``; the placement is in
+    ``tmp_n``, ``tmp_g``. Returns the device type, or -1."""
+    w = workers[j]
+    for k in range(table.shape[1]):
+        d = table[j, k]
+        if d < 0:
+            break
+        if place_nb(d, w, cpus_need[j, d], mem[j], policy, nodes, cap, scr_i, tmp_n, tmp_g):
+            alloc_nb(j, w, tmp_n, tmp_g, 1, cpus_need[j], mem[j], nodes, cap)
+            return d
+    return -1
+
+
+@njit(cache=True)
+def srpt_decide_nb(running, status, grace_code, n_preempt, limit, remaining, denom, valid,
+                   grace, hk, ht, hj, hoff, hfull, table, workers, cpus_need, mem,
+                   worker_node, worker_gpu, policy, nodes, plan, now, scr_i, scr_f,
+                   out_pre, out_job, out_dev, out_nodes, out_gpus, out_n):
+    """One SRPT decision (module docstring).
+
+    Args (beyond the simulator's arrays): ``denom[j, c]`` is ``W * tput * W ** (e - 1)``
+    (remaining time = ``remaining / denom`` where ``valid``); ``hk``, ``ht``, ``hj``: keys,
+    ties and jobs of the groups' prefixes, group ``g`` at ``hoff[g]:hoff[g + 1]``,
+    ``hfull[g]`` when that prefix is the whole group; ``plan`` and ``now``: two scratch
+    copies of the free capacity (both modified); ``limit`` -1 for no preemption limit.
+
+    Returns the number of starts written to ``out_job``, ``out_dev``, ``out_nodes[k, :W]``,
+    ``out_gpus[k, :W]`` (``out_n[0]``: the number of preemptions, in ``out_pre``), or
+    ``NEED_MORE - g`` when group ``g``'s prefix is too short (nothing is written then).
+    """
+    nr = running.shape[0]
+    movable = np.empty(nr, dtype=np.int64)
+    m = 0
+    for r in range(nr):
+        j = running[r]
+        if status[j] == grace_code or (limit >= 0 and n_preempt[j] >= limit):
+            continue
+        movable[m] = j
+        m += 1
+    movable = movable[:m]
+    rem = np.empty(m)
+    for a in range(m):
+        j = movable[a]
+        best = np.inf
+        for c in range(denom.shape[1]):
+            if valid[j, c]:
+                best = min(best, remaining[j] / denom[j, c])
+        rem[a] = best
+    order = np.argsort(rem, kind="mergesort")
+    node_dev, dev_is_cpu = nodes.dev, nodes.dev_is_cpu
+    pc = (plan.free_gpus, plan.free_cpus, plan.free_mem, plan.free_dev, plan.gpu_owner)
+    free_cpus, free_mem, gpu_owner = plan.free_cpus, plan.free_mem, plan.gpu_owner
+    for a in range(m):  # every movable job gives back what it holds
+        _alloc_running_nb(movable[a], -1, workers, worker_node, worker_gpu, cpus_need, mem, node_dev,
+                          dev_is_cpu, pc)
+    n_groups = hoff.shape[0] - 1
+    cur = hoff[:n_groups].copy()
+    alive = np.ones(n_groups, dtype=np.bool_)
+    keep = np.zeros(m, dtype=np.bool_)  # by position in ``movable``
+    starts = np.empty(hj.shape[0], dtype=np.int64)
+    n_st = 0
+    wmax = worker_node.shape[1]
+    tmp_n = np.empty(wmax, dtype=np.int64)
+    tmp_g = np.empty(wmax, dtype=np.int64)
+    i = 0
+    while True:
+        best = -1
+        for g in range(n_groups):
+            if not alive[g]:
+                continue
+            p = cur[g]
+            if p == hoff[g + 1]:
+                if not hfull[g]:
+                    return NEED_MORE - g
+                continue
+            if best < 0:
+                best = g
+            else:
+                b = cur[best]
+                if hk[p] < hk[b] or (hk[p] == hk[b] and ht[p] < ht[b]):
+                    best = g
+        key = hk[cur[best]] if best >= 0 else np.inf
+        while i < m and rem[order[i]] <= key:  # running jobs that rank first keep their place
+            a = order[i]  # if it is free (written out here: as a helper call it costs 10x)
+            j = movable[a]
+            w = workers[j]
+            for q in range(w):
+                scr_f[0, worker_node[j, q]] = 0.0
+                scr_f[1, worker_node[j, q]] = 0.0
+            ok = True
+            for q in range(w):
+                n = worker_node[j, q]
+                g = worker_gpu[j, q]
+                if g >= 0 and gpu_owner[n, g] >= 0:
+                    ok = False
+                    break
+                scr_f[0, n] += cpus_need[j, node_dev[n]]
+                scr_f[1, n] += mem[j]
+            if ok:
+                for q in range(w):
+                    n = worker_node[j, q]
+                    if free_cpus[n] + 1e-9 < scr_f[0, n] or free_mem[n] + 1e-9 < scr_f[1, n]:
+                        ok = False
+                        break
+            if ok:
+                keep[a] = True
+                _alloc_running_nb(j, 1, workers, worker_node, worker_gpu, cpus_need, mem, node_dev,
+                                  dev_is_cpu, pc)
+            i += 1
+        if best < 0:
+            break
+        j = hj[cur[best]]
+        if _place_first_nb(j, table, workers, cpus_need, mem, policy, nodes, plan, scr_i, tmp_n,
+                           tmp_g) >= 0:
+            starts[n_st] = j
+            n_st += 1
+            cur[best] += 1
+        else:
+            alive[best] = False  # the rest of the group has the same shape: no room either
+    n_pre = 0
+    nc = (now.free_gpus, now.free_cpus, now.free_mem, now.free_dev, now.gpu_owner)
+    for a in range(m):
+        if keep[a]:
+            continue
+        j = movable[a]
+        out_pre[n_pre] = j
+        n_pre += 1
+        if grace[j] <= 0:
+            _alloc_running_nb(j, -1, workers, worker_node, worker_gpu, cpus_need, mem, node_dev,
+                              dev_is_cpu, nc)
+    out_n[0] = n_pre
+    k_out = 0
+    for s in range(n_st):
+        j = starts[s]
+        d = _place_first_nb(j, table, workers, cpus_need, mem, policy, nodes, now, scr_i, tmp_n,
+                            tmp_g)
+        if d >= 0:
+            out_job[k_out] = j
+            out_dev[k_out] = d
+            out_nodes[k_out, : workers[j]] = tmp_n[: workers[j]]
+            out_gpus[k_out, : workers[j]] = tmp_g[: workers[j]]
+            k_out += 1
+    return k_out
+
+
+@njit(cache=True)
+def jsq_omega_nb(omega, lo, hi, alive, off, machines, dur):
+    """JSQ+: walk the jobs queued at machines in the order they joined (entries ``lo``
+    to ``hi`` that are ``alive``; entry ``e`` waits for ``machines[off[e]:off[e + 1]]``
+    and runs ``dur[e]``): each starts when the last of its machines frees, and they
+    free again ``dur[e]`` later. ``omega`` (when each machine frees) is updated in place."""
+    for e in range(lo, hi):
+        if not alive[e]:
+            continue
+        start = -np.inf
+        for i in range(off[e], off[e + 1]):
+            start = max(start, omega[machines[i]])
+        for i in range(off[e], off[e + 1]):
+            omega[machines[i]] = start + dur[e]

@@ -1,0 +1,155 @@
+"""Tiresias (Gu et al., NSDI'19): discretised 2D-LAS, information-agnostic.
+
+Source: ``SymbioticLab/Tiresias`` ``simulator/run_sim.py::dlas_sim_jobs`` (``dlas-gpu``,
+``--scheme=count``), ``simulator/jobs.py``, README §4; spec stage2 §3.6.
+
+* Attained service ``a_j`` = workers x time holding resources, summed over the job's
+  runs (GPU-seconds, ``view.attained_service``; Tiresias' ``executed_time x num_gpu``).
+* ``K = len(thresholds) + 1`` queues: ``Q_0 = [0, theta_1)``, ``Q_1 = [theta_1, theta_2)``,
+  ...; every job enters ``Q_0`` and is demoted when ``a_j`` reaches its queue's upper
+  threshold. The scheduler asks for a wake-up (``next_wakeup``, M1) at the next crossing
+  while a job waits, so a demotion is acted on at the instant it happens.
+* At every decision point the jobs are ordered ``Q_0`` first, then ``Q_1``, ...; within a
+  queue running jobs first (by the start of their current run), then waiting jobs by the
+  time they entered the queue (arrival, or the crossing time for a demoted job), ties by
+  job index. Walking that order on the whole cluster (running jobs' resources released),
+  a job "should run" if its gang fits in what is left: a running job keeps its GPUs if
+  they are still free, a waiting job takes a placement on the device types it can run on
+  in a random order (:class:`~baselines.unaware.AnyType`, heterogeneity-unaware, M16);
+  otherwise it is skipped, not blocking. Running jobs that should not run are preempted
+  (progress kept); waiting jobs that should run start in what is free once the preempted
+  jobs without a grace period have left (the walk and carry-out of
+  :class:`~baselines.classic.SRPT`, whose ``_carry_out`` this class reuses).
+* PromoteKnob is off (Hadar's setting) and not offered.
+
+Assumptions: A-H11 (two queues, ``theta_1 = 3600`` GPU-seconds, the Tiresias README's
+two-queue example; the repo's ``jobs.py`` uses 3250 s with three queues). Jobs in a
+grace period, or at the scenario's preemption limit, keep their resources. GPU
+counting follows hetgym's placement (a gang that fits in the free GPU count but not on
+any node set of one type is skipped), where Tiresias' ``count`` scheme counts GPUs only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from baselines.classic import SRPT, _free_in
+from baselines.gavel_place import current
+from baselines.unaware import AnyType
+from hetgym.decisions import Decision
+from hetgym.sim.codes import RUNNING
+
+__all__ = ["Tiresias"]
+
+_EPS = 1e-6  # GPU-seconds: service within this of a threshold counts as crossed
+
+
+@dataclass
+class Tiresias(SRPT):
+    """Discretised 2D-LAS with ``len(thresholds) + 1`` queues (module docstring).
+
+    Attributes:
+        thresholds: Queue thresholds in GPU-seconds, increasing (default one: 3600).
+        order: Device-type order for waiting jobs (``"random"`` or ``"cluster"``).
+    """
+
+    devices: AnyType = field(default_factory=AnyType)
+    thresholds: tuple = (3600.0,)
+    order: str = "random"
+
+    def __post_init__(self) -> None:
+        th = np.asarray(self.thresholds, dtype=np.float64).reshape(-1)
+        if (th <= 0).any() or (np.diff(th) <= 0).any():
+            raise ValueError(f"Tiresias: thresholds must be positive and increasing, got {self.thresholds}")
+        self.thresholds = tuple(float(x) for x in th)
+        self.devices = AnyType(self.order)
+
+    @classmethod
+    def make(cls, thresholds=(3600.0,), order: str = "random") -> Tiresias:
+        """Factory for the registry and Hydra."""
+        return cls(thresholds=tuple(thresholds), order=order)
+
+    def reset(self, view) -> None:
+        """Queue bookkeeping: each job's queue and the time it entered it."""
+        self._groups = None  # SRPT's fast path does not apply (MLFQ order)
+        self._th = np.asarray(self.thresholds)
+        self._q = np.full(view.n_jobs, -1, dtype=np.int64)
+        self._entry = np.zeros(view.n_jobs)
+
+    def queue_of(self, service: np.ndarray) -> np.ndarray:
+        """Queue index of each attained service (GPU-seconds)."""
+        return np.searchsorted(self._th, np.asarray(service) + _EPS, side="right")
+
+    def _decide_all(self, view) -> list[Decision]:
+        """The MLFQ walk of the module docstring."""
+        q = np.asarray(view.queue)
+        r = np.asarray(view.running)
+        limit = view.max_preemptions
+        pinned = {j for j in r.tolist()
+                  if view.in_grace(j) or (limit is not None and view.n_preempt[j] >= limit)}
+        movable = np.asarray([j for j in r.tolist() if j not in pinned], dtype=np.int64)
+        cand = np.concatenate([movable, q]).astype(np.int64)
+        svc = np.asarray(view.attained_service(), dtype=np.float64)
+        self._enter(view, cand, svc)
+        run_start = np.asarray(view.run_start)
+        running = set(movable.tolist())
+        key = sorted(cand.tolist(), key=lambda j: (
+            int(self._q[j]), 0 if j in running else 1,
+            float(run_start[j]) if j in running else float(self._entry[j]), j))
+        plan = view.capacity()
+        for j in movable.tolist():
+            plan.give(j)
+        keep: set[int] = set()
+        starts: list[int] = []
+        for j in key:
+            if j not in running:
+                if any(plan.place(j, d) is not None for d in self.devices.candidates(view, j)):
+                    starts.append(j)
+                continue
+            where = current(view, j)  # a running job keeps its GPUs if still free
+            if _free_in(plan, view, j, *where):
+                plan.take(j, *where)
+                keep.add(j)
+        return self._carry_out(view, movable, keep, starts)
+
+    def _enter(self, view, jobs: np.ndarray, svc: np.ndarray) -> None:
+        """Record queue changes: a new job enters Q_0 at its arrival, a demoted one at
+        the instant its service crossed the threshold."""
+        qi = self.queue_of(svc[jobs])
+        now = float(view.now)
+        status = np.asarray(view.status)
+        for j, qq in zip(jobs.tolist(), qi.tolist()):
+            if self._q[j] == qq:
+                continue
+            if self._q[j] < 0 and qq == 0:
+                self._entry[j] = float(view.arrival[j])
+            elif status[j] == RUNNING:
+                w = float(view.workers[j])
+                self._entry[j] = now - (svc[j] - self._th[qq - 1]) / w if qq > 0 else now
+            else:
+                self._entry[j] = now
+            self._q[j] = qq
+
+    def next_wakeup(self, view) -> float | None:
+        """The next instant a running job's service reaches its queue's threshold, while
+        some job waits (otherwise a demotion changes nothing)."""
+        if len(view.queue) == 0:
+            return None
+        r = np.asarray(view.running)
+        r = r[np.asarray(view.status)[r] == RUNNING]
+        if len(r) == 0:
+            return None
+        svc = np.asarray(view.attained_service(), dtype=np.float64)[r]
+        qi = self.queue_of(svc)
+        top = qi < len(self._th)
+        if not top.any():
+            return None
+        gap = self._th[qi[top]] - svc[top]
+        now = float(view.now)
+        return max(now + float((gap / np.asarray(view.workers)[r[top]]).min()),
+                   float(np.nextafter(now, np.inf)))
+
+
+BASELINES = {"tiresias": Tiresias.make}

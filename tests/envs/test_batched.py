@@ -1,0 +1,174 @@
+"""The batched ``HetCluster-v0`` (``gym.make_vec``): exactly N single envs, stepped at once."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import hetgym  # noqa: F401  (registers the env)
+from hetgym.decisions import SchedulingError
+from hetgym.envs.batched import HetClusterVecEnv
+
+SMALL = dict(n_jobs=10, window=6)
+
+
+def _policy(rng: np.random.Generator, mask: np.ndarray, p_invalid: float) -> int:
+    if rng.random() < p_invalid:
+        return int(rng.integers(len(mask)))
+    return int(rng.choice(np.flatnonzero(mask)))
+
+
+def _compare(n: int, steps: int, mode: str, seed: int, p_invalid: float = 0.1,
+             **kwargs) -> tuple[int, int]:
+    """Step a batched env and n single envs with the same actions; every output must be equal.
+    Returns (episodes ended, truncations)."""
+    vec = HetClusterVecEnv(num_envs=n, autoreset_mode=mode, **kwargs)
+    singles = [gym.make("HetCluster-v0", **kwargs).unwrapped for _ in range(n)]
+    obs, info = vec.reset(seed=seed)
+    for i, env in enumerate(singles):
+        o, inf = env.reset(seed=seed + i)
+        np.testing.assert_array_equal(obs[i], o)
+        np.testing.assert_array_equal(info["action_mask"][i], env.action_masks())
+        assert info["time"][i] == inf["time"]
+    rng = np.random.default_rng(seed)
+    pending = [False] * n
+    ended = truncs = 0
+    for _ in range(steps):
+        masks = vec.action_masks()
+        acts = np.array([_policy(rng, masks[i], p_invalid) for i in range(n)])
+        obs, rew, term, trunc, info = vec.step(acts)
+        for i, env in enumerate(singles):
+            if pending[i]:  # next_step autoreset: this step resets the env
+                o, _ = env.reset()
+                r, te, tr, inf = 0.0, False, False, None
+                pending[i] = False
+            else:
+                o, r, te, tr, inf = env.step(int(acts[i]))
+            if te or tr:
+                ended += 1
+                truncs += int(tr)
+                if mode == "same_step":
+                    assert info["_final_obs"][i] and info["_final_info"][i]
+                    got = info["final_info"][i]["episode_metrics"]
+                    np.testing.assert_array_equal(info["final_obs"][i], o)
+                    o, _ = env.reset()
+                else:
+                    assert info["_episode_metrics"][i]
+                    got = info["episode_metrics"][i]
+                assert got == pytest.approx(inf["episode_metrics"], nan_ok=True)
+                if mode != "same_step":
+                    pending[i] = True
+            assert rew[i] == r, (i, rew[i], r)  # bit for bit
+            assert (term[i], trunc[i]) == (te, tr)
+            np.testing.assert_array_equal(obs[i], o)
+            np.testing.assert_array_equal(vec.action_masks()[i], env.action_masks())
+            if inf is not None and not (mode == "same_step" and (te or tr)):
+                assert info["time"][i] == inf["time"] and info["done"][i] == inf["done"]
+                assert info["invalid_action"][i] == inf["invalid_action"]
+                for k, v in inf["reward_terms"].items():
+                    assert info["reward_terms"][k][i] == v
+    return ended, truncs
+
+
+def test_make_vec_gives_the_batched_env() -> None:
+    vec = gym.make_vec("HetCluster-v0", num_envs=3, **SMALL)
+    assert isinstance(vec.unwrapped if hasattr(vec, "unwrapped") else vec, HetClusterVecEnv)
+    single = gym.make("HetCluster-v0", **SMALL)
+    assert vec.single_action_space == single.action_space
+    assert vec.observation_space.shape == (3,) + single.observation_space.shape
+    obs, info = vec.reset(seed=0)
+    assert obs.shape == (3,) + single.observation_space.shape
+    assert vec.action_masks().shape == (3, single.action_space.n)
+    assert gym.make_vec("HetCluster-v0", num_envs=2, vectorization_mode="sync", **SMALL).num_envs == 2
+
+
+@pytest.mark.parametrize("mode", ["next_step", "same_step"])
+def test_batched_equals_single_envs(mode: str) -> None:
+    ended, _ = _compare(4, 120, mode, seed=3, **SMALL)
+    assert ended >= 4  # episodes end and autoreset is exercised
+
+
+def test_batched_with_preemption_and_truncation() -> None:
+    # fitgpp-lab has BE jobs to preempt; max_steps truncates (the charge is added in Python)
+    ended, truncs = _compare(3, 150, "next_step", seed=11, p_invalid=0.2,
+                             scenario="fitgpp-lab", scenario_kwargs={"n_jobs": 64},
+                             n_jobs=16, window=6, preemption=True, run_window=4, max_steps=25)
+    assert truncs >= 2
+
+
+def test_bad_actions_are_refused_with_a_clear_error() -> None:
+    vec = HetClusterVecEnv(num_envs=2, **SMALL)
+    vec.reset(seed=0)
+    with pytest.raises(ValueError, match=r"shape \(2,\)"):
+        vec.step(np.zeros(3, dtype=np.int64))
+    with pytest.raises(ValueError, match="out of range"):
+        vec.step(np.array([0, 10_000]))
+    with pytest.raises(ValueError, match="integer"):
+        vec.step(np.array([0.5, 1.0]))
+    strict = HetClusterVecEnv(num_envs=2, invalid_action="raise", **SMALL)
+    strict.reset(seed=0)
+    masks = strict.action_masks()
+    bad = int(np.flatnonzero(~masks[1])[0])
+    with pytest.raises(SchedulingError, match="env 1"):
+        strict.step(np.array([int(np.flatnonzero(masks[0])[0]), bad]))
+
+
+def test_sb3_vecenv_adapter_trains_maskable_ppo() -> None:
+    pytest.importorskip("sb3_contrib")
+    from sb3_contrib import MaskablePPO
+
+    from agents.vecenv import BatchedVecEnv
+
+    venv = BatchedVecEnv(4, **SMALL)
+    venv.seed(5)
+    obs = venv.reset()
+    assert obs.shape == (4,) + venv.observation_space.shape
+    masks = np.stack(venv.env_method("action_masks"))
+    assert masks.shape == (4, venv.action_space.n)
+    seen_end = False
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        acts = np.array([rng.choice(np.flatnonzero(m)) for m in venv.action_masks()])
+        venv.step_async(acts)
+        obs, rew, dones, infos = venv.step_wait()
+        for i in np.flatnonzero(dones):
+            seen_end = True
+            assert infos[i]["terminal_observation"].shape == venv.observation_space.shape
+            assert "episode_metrics" in infos[i]
+    assert seen_end
+    model = MaskablePPO("MlpPolicy", venv, n_steps=32, batch_size=64, n_epochs=1, seed=0,
+                        device="cpu")
+    model.learn(256)
+    assert model.num_timesteps >= 256
+
+
+def test_reset_in_place_gives_the_run_of_a_fresh_simulator() -> None:
+    """``reset`` refills the simulator's arrays when the new window fits them; the episode
+    is then exactly the one a fresh env (a new simulator) gives for the same seed."""
+    env = gym.make("HetCluster-v0", **SMALL).unwrapped
+    env.reset(seed=0)
+    first = env.sim
+    rng = np.random.default_rng(1)
+    reused = 0
+    for seed in range(1, 7):
+        for _ in range(int(rng.integers(3, 30))):  # leave some state behind
+            env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+        obs, _ = env.reset(seed=seed)
+        reused += env.sim is first
+        fresh = gym.make("HetCluster-v0", **SMALL).unwrapped
+        obs2, _ = fresh.reset(seed=seed)
+        np.testing.assert_array_equal(obs, obs2)
+        for a, b in zip(env.sim.state.job, fresh.sim.state.job):
+            np.testing.assert_array_equal(a, b)
+        for _ in range(40):
+            m = env.action_masks()
+            np.testing.assert_array_equal(m, fresh.action_masks())
+            a = int(rng.choice(np.flatnonzero(m)))
+            o1, r1, t1, u1, _ = env.step(a)
+            o2, r2, t2, u2, _ = fresh.step(a)
+            np.testing.assert_array_equal(o1, o2)
+            assert (r1, t1, u1) == (r2, t2, u2)
+            if t1 or u1:
+                break
+    assert reused >= 3
