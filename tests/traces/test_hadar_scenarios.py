@@ -38,7 +38,7 @@ def test_hadar_sim_sizes_follow_the_trace():
     np.testing.assert_array_equal(f["workers"].to_numpy(), gang_size(row["num_gpus"].to_numpy()))
     gh = row["num_gpus"].to_numpy() * row["duration_s"].to_numpy() / 3600.0
     for x, t in zip(gh, f["job_type"]):
-        lo, hi, names = next(c for c in CATEGORIES if c[0] <= x < c[1])
+        _, _, names = next(c for c in CATEGORIES if c[0] <= x < c[1])
         assert t in names
     hours = (row["arrival_time_s"].to_numpy() % 86400) / 3600
     assert ((hours >= 3) & (hours < 10)).all()
@@ -72,9 +72,9 @@ def test_hadar_aws(mix, n):
 def test_env_check_hadar_scenarios(name, kw):
     env = gym.make("HetCluster-v0", scenario=name, scenario_kwargs=kw)
     check_env(env.unwrapped, skip_render_check=True)
-    _, info = env.reset(seed=0)
+    env.reset(seed=0)
     for _ in range(50):
         a = int(np.flatnonzero(env.unwrapped.action_masks())[0])
-        _, _, term, trunc, info = env.step(a)
+        _, _, term, trunc, _ = env.step(a)
         if term or trunc:
             break
