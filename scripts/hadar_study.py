@@ -79,8 +79,8 @@ def sim_table(df: pd.DataFrame, n_jobs: int) -> str:
     d = df.set_index("algo")
     h = d.loc["Hadar"]
     lines = [f"\n**hadar-sim, {n_jobs} jobs** (times in hours; speed-up = scheduler / Hadar)\n",
-             "| scheduler | TTD (h) | 50 % done (h) | avg JCT (h) | util_gpu | restarts | "
-             "Hadar's TTD speed-up (paper) | Hadar's 50 % speed-up (paper) |",
+             ("| scheduler | TTD (h) | 50 % done (h) | avg JCT (h) | util_gpu | restarts | "
+              "Hadar's TTD speed-up (paper) | Hadar's 50 % speed-up (paper) |"),
              "|---|---|---|---|---|---|---|---|"]
     for algo in ("Hadar", "HadarE", "Gavel", "Tiresias", "YARN-CS"):
         if algo not in d.index:
@@ -183,8 +183,8 @@ def bench(sizes: list[int], reps: int = 3) -> str:
     import hetgym
     from hetgym.sim.engine import Simulator
 
-    lines = ["\n**Decision time of one round** (CPU ms, best of "
-             f"{reps}; N jobs queued at t = 0 on hadar-sim's 60 GPUs; paper: < 7 min at ~2,000)\n",
+    lines = [("\n**Decision time of one round** (CPU ms, best of "
+              f"{reps}; N jobs queued at t = 0 on hadar-sim's 60 GPUs; paper: < 7 min at ~2,000)\n"),
              "| N jobs | Hadar (ms) | HadarE (ms) |", "|---|---|---|"]
     for n in sizes:
         sc = hetgym.scenarios.get("hadar-sim", n_jobs=n, seed=0)
