@@ -454,8 +454,8 @@ class PreemptiveFIFO:
         placement: Where a job may go (one node by default).
         te_blocks_be: No BE job starts while a TE job waits (strict FIFO).
         count_grace: Count what jobs in their GP hold as soon free (``after``).
-            ``False`` is a diagnostic: a waiting TE job then preempts again at
-            every decision point until it fits *now* (see docs/fitgpp.md).
+            ``False``: a waiting TE job preempts again at every decision point until
+            it fits *now* (LRTP's and RAND's default, see docs/fitgpp.md).
         tick: Decide only at multiples of ``tick`` seconds (the paper's simulator
             decides "at every simulated minute"); ``None``: at every event.
             Diagnostic; sets ``round_length`` to ``tick``.
@@ -589,24 +589,31 @@ def FitGpp(s: float = 4.0, P: int | None = 1, single_node: bool = True,
 
 
 def LRTP(P: int | None = 1, single_node: bool = True,
-         te_blocks_be: bool = True) -> PreemptiveFIFO:
+         te_blocks_be: bool = True, count_grace: bool = False) -> PreemptiveFIFO:
     """Longest Remaining Time Preemption (Big-C; sec. 4.1), perfect knowledge.
 
     Preempts running BE jobs, longest remaining time first, until the TE job fits.
-    Args as :func:`FitGpp`.
+    "Both LRTP and RAND continue the preemption process until they can prepare enough
+    resource for the incoming TE job" (sec. 4.1): by default (``count_grace=False``,
+    ASSUMPTION, docs/fitgpp.md) what a victim still holds in its grace period is not
+    counted as prepared, so while the TE job does not fit *now*, every decision point
+    preempts again. ``count_grace=True`` counts it (FitGpp's accounting). Other args as
+    :func:`FitGpp`.
     """
     return PreemptiveFIFO(PreemptUntilFit(LongestRemainingVictim(), P),
-                          placement=PackPlacement(single_node), te_blocks_be=te_blocks_be)
+                          placement=PackPlacement(single_node), te_blocks_be=te_blocks_be,
+                          count_grace=count_grace)
 
 
 def RAND(P: int | None = 1, single_node: bool = True,
-         te_blocks_be: bool = True) -> PreemptiveFIFO:
+         te_blocks_be: bool = True, count_grace: bool = False) -> PreemptiveFIFO:
     """RAND (sec. 4.1): preempt random running BE jobs until the TE job fits.
 
-    Args as :func:`FitGpp`.
+    ``count_grace`` as :func:`LRTP` (default False); other args as :func:`FitGpp`.
     """
     return PreemptiveFIFO(PreemptUntilFit(RandomVictim(), P),
-                          placement=PackPlacement(single_node), te_blocks_be=te_blocks_be)
+                          placement=PackPlacement(single_node), te_blocks_be=te_blocks_be,
+                          count_grace=count_grace)
 
 
 def NodeLocalFIFO(blocking: bool = True) -> PolicyScheduler:

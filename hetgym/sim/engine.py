@@ -80,6 +80,11 @@ class Simulator:
         self.round_length = round_length
         self.params: Params = build_params(scenario, build_jobs(scenario, self.rows), round_length)
         self.state: State = new_state(self.params)
+        if self.rows is not None:  # per-user service of a window, indexed by workload-wide user ids
+            users = int(scenario.workload.user_ids().max()) + 1
+            if users > len(self.state.run.service):
+                run = self.state.run._replace(service=np.zeros(users))
+                self.state = self.state._replace(run=run)
         self.jobs, self.nodes = self.params.jobs, self.params.nodes
         self.js, self.ns = self.state.job, self.state.node
         self.node_names = node_names(scenario)

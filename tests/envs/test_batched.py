@@ -148,18 +148,21 @@ def test_reset_in_place_gives_the_run_of_a_fresh_simulator() -> None:
     is then exactly the one a fresh env (a new simulator) gives for the same seed."""
     env = gym.make("HetCluster-v0", **SMALL).unwrapped
     env.reset(seed=0)
-    first = env.sim
     rng = np.random.default_rng(1)
     reused = 0
-    for seed in range(1, 7):
+    for seed in range(1, 9):
+        before = env.sim
         for _ in range(int(rng.integers(3, 30))):  # leave some state behind
             env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
         obs, _ = env.reset(seed=seed)
-        reused += env.sim is first
+        reused += env.sim is before
         fresh = gym.make("HetCluster-v0", **SMALL).unwrapped
         obs2, _ = fresh.reset(seed=seed)
         np.testing.assert_array_equal(obs, obs2)
         for a, b in zip(env.sim.state.job, fresh.sim.state.job):
+            if a.shape != b.shape:  # worker slots sized for a wider earlier window: -1 padding
+                assert a.shape[0] == b.shape[0] and (a[:, b.shape[1]:] == -1).all()
+                a = a[:, : b.shape[1]]
             np.testing.assert_array_equal(a, b)
         for _ in range(40):
             m = env.action_masks()
