@@ -34,6 +34,7 @@ from numba import njit
 
 from baselines.allox_parts import (
     AlloXProgress,
+    admit_pairs,
     MachinePool,
     ceil_users,
     match_first_jobs,
@@ -41,11 +42,12 @@ from baselines.allox_parts import (
     slots_per_device,
 )
 from baselines.classic import PolicyScheduler
-from baselines.kernels import jsq_omega_nb
+from baselines.kernels import any_start_nb, jsq_omega_nb
 from baselines.drf import DRFA, DRFF, DRFS, EqualShare
 from baselines.parts import ArrivalOrder, FastestFirst, FastestOnly, GreedyAdmission
 from hetgym.decisions import Decision, Start
 from hetgym.sim.codes import JobStatus
+from hetgym.sim.dispatch import entry
 from hetgym.sim.view import CapacityModel, View
 
 __all__ = ["AlloX", "AlloXPlus", "SJFPlus", "JSQPlus", "BF", "BASELINES"]
@@ -152,9 +154,18 @@ class AlloX:
             return int(cache[sel][i])
 
         out: list[Decision] = []
+        n_dev = p.shape[1]
+        changed = True
         for i in idle.tolist():
             if pool.omega[i] > pool.now:
                 continue  # taken by a gang started at this decision point
+            if changed:
+                # once no waiting job can start on any idle machine, the machines left
+                # could only find jobs that do not fit (capacity only shrinks here): stop
+                free = np.bincount(pool.dev[pool.idle], minlength=n_dev)[:n_dev]
+                if not self._any_start(view, cap, q, alive, p, free):
+                    break
+                changed = False
             waiting = np.unique(users[alive])
             if len(waiting) == 0:
                 break
@@ -170,6 +181,7 @@ class AlloX:
             w = int(view.workers[job])
             alive[j] = False
             pl = cap.place(job, d) if w <= int((pool.idle & (pool.dev == d)).sum()) else None
+            changed = True
             if pl is None:
                 cache.clear()  # the matching assumed this job would run now
                 continue
@@ -182,6 +194,17 @@ class AlloX:
             if w == 1:
                 cache[sel] = keep
         return out
+
+
+    @staticmethod
+    def _any_start(view: View, cap: CapacityModel, q: np.ndarray, alive: np.ndarray, p: np.ndarray,
+                   free: np.ndarray) -> bool:
+        """Whether a waiting job still alive could start on the free machines
+        (:func:`baselines.kernels.any_start_nb`)."""
+        args = (np.ascontiguousarray(q, dtype=np.int64), alive, np.ascontiguousarray(p),
+                free.astype(np.int64), view.workers, view.cpus_need, view.mem, view.simulator.nodes,
+                cap.ns)
+        return bool(entry(any_start_nb, *args)(*args))
 
 
 def _window(view: View, q: np.ndarray, window: int) -> np.ndarray:
@@ -361,23 +384,7 @@ class SJFPlus:
         ok = (np.isfinite(p) & (free > 0)[None, :] & may_fit(view, cap, q, free)).ravel()
         idx = np.flatnonzero(ok)
         flat = idx[np.argsort(p.ravel()[idx], kind="stable")]
-        c = p.shape[1]
-        started = np.zeros(len(q), dtype=bool)
-        out: list[Decision] = []
-        for f in flat.tolist():
-            k, d = divmod(f, c)
-            if started[k] or free[d] <= 0 or not np.isfinite(p[k, d]):
-                continue
-            job = int(q[k])
-            pl = cap.place(job, d)
-            if pl is None:
-                continue
-            out.append(Start(job, d, pl))
-            started[k] = True
-            free[d] -= int(view.workers[job])
-            if not free.any():
-                break
-        return out
+        return list(admit_pairs(view, cap, flat, q, p, free))
 
 
 @dataclass

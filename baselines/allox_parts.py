@@ -28,6 +28,9 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from baselines.kernels import pairs_admit_nb
+from hetgym.sim.dispatch import entry
+from hetgym.decisions import Placement, Start
 from hetgym.sim.view import CapacityModel, View
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,6 +42,8 @@ __all__ = [
     "slots_per_device",
     "may_fit",
     "MachinePool",
+    "admit_pairs",
+    "run_start_kernel",
     "match_first_jobs",
     "job_shares",
     "ShareModel",
@@ -139,6 +144,35 @@ def may_fit(view: View, cap: CapacityModel, jobs: np.ndarray, free: np.ndarray) 
         ok &= (c <= 0) | (tot_c[None, :] / np.where(c > 0, c, 1.0) + tol >= w)
         ok &= (m <= 0) | (tot_m[None, :] / np.where(m > 0, m, 1.0) + tol >= w)
     return ok
+
+
+def run_start_kernel(view: View, cap: CapacityModel, kernel, n: int, *lead) -> list[Start]:
+    """Call a Numba kernel of :mod:`baselines.kernels` that places up to ``n`` jobs on
+    ``cap``: its arguments are ``lead``, the job arrays it needs (``cpus_need``,
+    ``mem``; ``workers`` first for :func:`~baselines.kernels.pairs_admit_nb`), the
+    placement policy, the node arrays, ``cap``'s state, scratch and the output arrays.
+    Returns the starts it wrote."""
+    sim = view.simulator
+    out_nodes = np.empty((n, view.worker_node.shape[1]), dtype=np.int64)
+    out_gpus = np.empty_like(out_nodes)
+    out_job = np.empty(n, dtype=np.int64)
+    out_dev = np.empty(n, dtype=np.int64)
+    args = (*lead, view.cpus_need, view.mem, int(cap.policy), sim.nodes, cap.ns,
+            sim.state.run.scr_i, out_job, out_dev, out_nodes, out_gpus)
+    k = entry(kernel, *args)(*args)
+    w = np.asarray(view.workers)[out_job[:k]]
+    return [Start(int(out_job[i]), int(out_dev[i]), Placement(out_nodes[i, : w[i]], out_gpus[i, : w[i]]))
+            for i in range(k)]
+
+
+def admit_pairs(view: View, cap: CapacityModel, pairs: np.ndarray, q: np.ndarray, p: np.ndarray,
+                free: np.ndarray) -> list[Start]:
+    """Start ``(job, device type)`` pairs in order while machines are free (Numba:
+    :func:`baselines.kernels.pairs_admit_nb`, which says how). ``cap`` and ``free`` are
+    updated."""
+    return run_start_kernel(view, cap, pairs_admit_nb, len(pairs), np.ascontiguousarray(pairs, dtype=np.int64),
+                            p.shape[1], np.ascontiguousarray(q, dtype=np.int64), np.ascontiguousarray(p),
+                            free, view.workers)
 
 
 @dataclass

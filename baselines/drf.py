@@ -13,7 +13,15 @@ from typing import Literal
 
 import numpy as np
 
-from baselines.allox_parts import DominantShare, PooledShare, ShareModel, may_fit, slots_per_device
+from baselines.allox_parts import (
+    DominantShare,
+    PooledShare,
+    ShareModel,
+    may_fit,
+    run_start_kernel,
+    slots_per_device,
+)
+from baselines.kernels import share_fill_nb
 from baselines.parts import (
     ArrivalOrder,
     DeviceChoice,
@@ -189,10 +197,9 @@ class EqualShare:
             return []
         cap = view.capacity()
         used = np.zeros_like(self.quota)
-        for j in view.running.tolist():
-            d = int(view.device[j])
-            if d >= 0:
-                used[int(view.user[j]), d] += int(view.workers[j])
+        r = np.asarray(view.running)
+        r = r[np.asarray(view.device)[r] >= 0]
+        np.add.at(used, (np.asarray(view.user)[r], np.asarray(view.device)[r]), np.asarray(view.workers)[r])
         out: list[Decision] = []
         for u, jobs in sorted(_per_user(view, q).items()):
             fill = self._fcfs if self.order == "fcfs" else self._sjf
@@ -225,28 +232,10 @@ class EqualShare:
         fav = np.argmin(dur, axis=1)
         counts = np.bincount(fav, minlength=dur.shape[1])
         order = np.argsort(-counts, kind="stable")
-        left = np.ones(len(arr), dtype=bool)
-        out: list[Start] = []
-        w = np.asarray(view.workers)[arr]
-        quota = self.quota
+        w = np.ascontiguousarray(np.asarray(view.workers)[arr])
         # a job that surely does not fit is used up without a placement attempt
         may = may_fit(view, cap, arr, slots_per_device(view, free=True, cap=cap))
-        for d in order.tolist():
-            if used[u, d] >= quota[u, d]:
-                continue
-            # shortest first (first index on ties, as argmin); a job without room now has
-            # none later in this pass (the user's use only grows), so one walk suffices
-            fin = np.flatnonzero(np.isfinite(dur[:, d]))
-            for k in fin[np.argsort(dur[fin, d], kind="stable")].tolist():
-                if used[u, d] >= quota[u, d]:
-                    break
-                if not left[k] or not (used[u, d] + w[k] <= quota[u, d] or used[u, d] == 0):
-                    continue
-                left[k] = False
-                if not may[k, d]:
-                    continue
-                pl = cap.place(int(arr[k]), d)
-                if pl is not None:
-                    out.append(Start(int(arr[k]), d, pl))
-                    used[u, d] += int(w[k])
-        return out
+        # shortest first per type (first index on ties, as argmin); a job without room now
+        # has none later in this pass (the user's use only grows), so one walk suffices
+        return run_start_kernel(view, cap, share_fill_nb, len(arr), u, arr, np.ascontiguousarray(dur),
+                                order.astype(np.int64), w, np.ascontiguousarray(may), used, self.quota)

@@ -41,9 +41,14 @@ Departures from Gavel's mechanism (each measured or argued in docs/gavel.md):
 * Gavel forces a reset when a round schedules nothing with all jobs arrived
   (``_last_reset_time = 0``) and re-plans at once; here the same happens within the
   boundary's decision.
-* GPUs only: CPU device types are never allocated (Gavel has no CPU workers). A job that
-  fits no type's nodes (``holdable``) has ``T_jk = 0`` there.
-* LP ties broken by a second-stage LP (:mod:`baselines.gavel_lp`).
+* Gavel has GPU workers only. hetgym's CPU nodes are one more worker type whose count
+  is the number of worker slots (node cores over ``SimOptions.cpu_slot_cores``, else over
+  the median cores per worker of the jobs that can run there); a placement there also
+  checks each job's cores. A job that fits no type's nodes (``holdable``) has
+  ``T_jk = 0`` there. In Perf policies the CPU type comes last.
+* LPs solved by SciPy's HiGHS, by default with its interior-point method (a point inside
+  the optimal face, as cvxpy returns Gavel), optionally at a vertex picked by a
+  second-stage LP (``lp_solution="vertex"``, :mod:`baselines.gavel_lp`).
 * Gavel's simulator pays no restart cost; hetgym pays ``SimOptions.restart_delay`` on a
   start after the first and on a ``Move`` (set it to 0 for Gavel's semantics).
 * Jobs in a grace period keep their GPUs (Gavel has no grace periods); a cycle of moves
@@ -62,9 +67,9 @@ import numpy as np
 
 from baselines import gavel_lp as lp
 from baselines.gavel_fifo import fifo_allocation
-from baselines.gavel_place import assign_workers, carry_out
+from baselines.gavel_place import assign_workers, carry_out, current, worker_counts
 from baselines.rounds import RoundBased, round_length_of
-from hetgym.decisions import Decision
+from hetgym.decisions import Decision, Placement
 from hetgym.devices import get_device
 from hetgym.sim.codes import DONE, FUTURE, GRACE, RUNNING
 
@@ -99,6 +104,9 @@ class Gavel(RoundBased):
             instead of the policy (replaying a given ``X``, worked example G-4); then
             the allocation is never recomputed and time is reset only once.
         type_order: Device keys in walk order, overriding the policy's (tests).
+        lp_solution: ``"interior"`` (default: HiGHS interior point, like Gavel's cvxpy)
+            or ``"vertex"`` (simplex plus hetgym's second-stage tie-break); see
+            :mod:`baselines.gavel_lp`.
     """
 
     policy: str = "las-perf"
@@ -108,6 +116,7 @@ class Gavel(RoundBased):
     absent_jobs: str = "idle"
     fixed_allocation: Any = None
     type_order: Any = None
+    lp_solution: str = "interior"
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -116,6 +125,8 @@ class Gavel(RoundBased):
             raise ValueError(f"Gavel: absent_jobs must be 'idle' or 'run', got {self.absent_jobs!r}")
         if self.fifo_defects and self.policy != "fifo":
             raise ValueError("Gavel: fifo_defects applies to policy 'fifo' only")
+        if self.lp_solution not in lp.SOLUTIONS:
+            raise ValueError(f"Gavel: lp_solution must be one of {lp.SOLUTIONS}, got {self.lp_solution!r}")
         if self.min_reset_interval < 0:
             raise ValueError(f"Gavel: min_reset_interval must be >= 0, got {self.min_reset_interval}")
 
@@ -132,12 +143,11 @@ class Gavel(RoundBased):
         if self._L <= 0:
             raise ValueError("Gavel needs rounds: round_length must be > 0")
         gpu = np.array([not bool(c) for c in np.asarray(view.dev_is_cpu)])
-        self._n = np.array([int(np.asarray(view.node_gpus)[np.asarray(view.node_device) == k].sum())
-                            if gpu[k] else 0 for k in range(C)])
+        self._n = worker_counts(view)
         dur = np.asarray(view.durations(np.arange(J)))
         with np.errstate(divide="ignore", invalid="ignore"):
             T = np.where(np.isfinite(dur) & (dur > 0), np.asarray(view.work)[:, None] / dur, 0.0)
-        self._T = T * gpu[None, :]
+        self._T = T
         self._tau = np.zeros((J, C))
         self._deficit = np.zeros((J, C))
         self._X = np.zeros((J, C))
@@ -166,7 +176,7 @@ class Gavel(RoundBased):
                 raise ValueError(f"Gavel: type_order names unknown devices {bad}; known {keys}")
             self._order = [keys.index(d) for d in self.type_order]
         else:
-            self._order = sorted((k for k in range(C) if gpu[k] and self._n[k] > 0),
+            self._order = sorted((k for k in range(C) if self._n[k] > 0),
                                  key=lambda k: (-speed[k], k))
 
     def _held(self, view) -> np.ndarray:
@@ -283,11 +293,13 @@ class Gavel(RoundBased):
         pol = self.policy
         if pol in ("las", "las-perf"):
             self._X[active] = lp.las(T if self.perf else lp.agnostic(T), sf, n,
-                                     np.asarray(view.weight, dtype=np.float64)[active])
+                                     np.asarray(view.weight, dtype=np.float64)[active],
+                                     solution=self.lp_solution)
         elif pol == "maxtput":
-            self._X[active] = lp.max_throughput(T, sf, n)
+            self._X[active] = lp.max_throughput(T, sf, n, solution=self.lp_solution)
         elif pol == "makespan":
-            self._X[active] = lp.min_makespan(T, sf, n, np.asarray(view.remaining)[active])
+            self._X[active] = lp.min_makespan(T, sf, n, np.asarray(view.remaining)[active],
+                                              solution=self.lp_solution)
         elif pol in ("ftf", "ftf-perf"):
             self._X[active] = self._ftf(view, t, active, T, sf, n)
         else:
@@ -313,27 +325,38 @@ class Gavel(RoundBased):
         self._iso_tput[active] = tiso
         return lp.finish_time_fairness(T, sf, n, np.asarray(view.remaining)[active],
                                        t - np.asarray(view.arrival)[active],
-                                       self._iso_time[active], tiso)
+                                       self._iso_time[active], tiso, solution=self.lp_solution)
 
     def _place(self, view, scheduled: dict[int, list[int]]) -> dict:
-        """Placements (keeping GPUs where Gavel does). GPUs that stay taken this round:
-        jobs in a grace period, and running jobs with a grace period that will be
-        preempted (not scheduled, or scheduled but left without GPUs: then the
-        assignment is redone without theirs)."""
+        """Placements (keeping GPUs where Gavel does). Resources that stay taken this
+        round: jobs in a grace period; running jobs at the scenario's preemption limit
+        that get no placement (they keep running where they are, as they cannot be
+        preempted); running jobs with a grace period that will be preempted (not
+        scheduled, or scheduled but left without GPUs: then the assignment is redone
+        without theirs)."""
         st = np.asarray(view.status)
         grace = np.asarray(view.grace)
+        limit = view.max_preemptions
+        pinned = np.zeros(view.n_jobs, dtype=bool)
+        if limit is not None:
+            pinned = np.asarray(view.n_preempt) >= limit
         chosen = {j for js in scheduled.values() for j in js}
         running = np.asarray(view.running).tolist()
+        sticky = (grace > 0) | pinned  # a preemption would not free their resources now
         held = {j for j in running if st[j] == GRACE
-                or (st[j] == RUNNING and j not in chosen and grace[j] > 0)}
+                or (st[j] == RUNNING and j not in chosen and sticky[j])}
         while True:
             sched = {k: [j for j in js if j not in held] for k, js in scheduled.items()}
             plan = assign_workers(view, sched, np.asarray(sorted(held), dtype=np.int64))
-            lost = {j for j in chosen if st[j] == RUNNING and grace[j] > 0 and j not in plan
+            lost = {j for j in chosen if st[j] == RUNNING and sticky[j] and j not in plan
                     and j not in held}
             if not lost:
-                return plan
+                break
             held |= lost
+        for j in sorted(held):  # at the limit: keeps running where it is
+            if st[j] == RUNNING and pinned[j]:
+                plan[j] = (int(view.device[j]), Placement(*(a.copy() for a in current(view, j))))
+        return plan
 
 
 def _factory(policy: str):

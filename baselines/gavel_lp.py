@@ -14,11 +14,17 @@ Sources (``stanford-futuredata/gavel``, ``scheduler/policies/``): ``max_min_fair
 (max throughput, without costs and SLOs), ``min_total_duration.py`` (makespan),
 ``finish_time_fairness.py`` / ``isolated.py`` (FTF). Spec: stage2 §3.6.
 
-Departures (documented, spec §3.6): Gavel solves with cvxpy, whose solvers return a
-point inside the optimal face when it is not unique; hetgym solves a second LP that
+Departures (documented, spec §3.6): Gavel solves with cvxpy (ECOS), whose interior-point
+solvers return a point inside the optimal face when it is not unique. Every function
+takes ``solution``: ``"vertex"`` (the spec's proposal) solves a second LP that
 maximises ``sum_jk c_jk X_jk`` (``c`` = the policy's own normalised throughput)
 subject to the first objective staying within a relative ``1e-9`` of its optimum, so
-the vertex is well defined (worked example G-2). FTF is solved by bisection on the
+the vertex is well defined (worked example G-2); for the feasibility LPs of makespan
+and FTF it takes the feasible vertex of largest normalised throughput. ``"interior"``
+solves the policy's LP alone with HiGHS's interior-point method (feasibility LPs with
+no objective, as Gavel's ``cp.Maximize(1)``), which lands, like cvxpy, inside the face;
+it is what :class:`baselines.gavel.Gavel` uses by default because it agrees better
+with Gavel's simulator (docs/gavel.md). FTF is solved by bisection on the
 max ratio (the problem is quasi-convex), not by cvxpy's ``inv_pos`` program.
 """
 
@@ -78,8 +84,17 @@ def _bounds(T: np.ndarray, extra: list[tuple[float | None, float | None]] | None
     return b + (extra or [])
 
 
-def _solve(c, a_ub, b_ub, bounds, what: str):
-    res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method="highs")
+SOLUTIONS = ("vertex", "interior")
+
+
+def _method(solution: str) -> str:
+    if solution not in SOLUTIONS:
+        raise ValueError(f"Gavel LP: solution must be one of {SOLUTIONS}, got {solution!r}")
+    return "highs" if solution == "vertex" else "highs-ipm"
+
+
+def _solve(c, a_ub, b_ub, bounds, what: str, solution: str = "vertex"):
+    res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method=_method(solution))
     if res.status != 0:
         raise RuntimeError(f"Gavel {what} LP failed: {res.message}")
     return res
@@ -120,13 +135,16 @@ def isolated_throughput(T: np.ndarray, sf: np.ndarray, n: np.ndarray) -> np.ndar
     return (T * x).sum(axis=1)
 
 
-def las(T: np.ndarray, sf: np.ndarray, n: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
+def las(T: np.ndarray, sf: np.ndarray, n: np.ndarray, w: np.ndarray | None = None,
+        solution: str = "vertex") -> np.ndarray:
     """Max-min fairness with performance (``MaxMinFairnessPolicyWithPerf``): maximise ``t``
     s.t. ``sum_k T_jk sf_j / (w_j P_j) x_jk >= t`` for every job, base constraints.
 
     For Gavel's heterogeneity-agnostic LAS (``MaxMinFairnessPolicy``) pass
     ``agnostic(T)``. Jobs that can run nowhere get a zero row (they are left out of the
-    LP). ``w`` = priority weights (default 1).
+    LP). ``w`` = priority weights (default 1). ``solution="vertex"``: HiGHS simplex, then
+    the second-stage tie-break (module docstring); ``"interior"``: HiGHS's interior-point
+    method on the LP alone (a point like the one cvxpy gives Gavel, no second stage).
     """
     T, sf, n = _check(T, sf, n)
     m, k = T.shape
@@ -146,7 +164,10 @@ def las(T: np.ndarray, sf: np.ndarray, n: np.ndarray, w: np.ndarray | None = Non
     b = np.concatenate([b, np.zeros(ml)])
     c = np.zeros(ml * k + 1)
     c[-1] = -1.0
-    res = _solve(c, a, b, _bounds(Tl, [(0.0, None)]), "LAS")
+    res = _solve(c, a, b, _bounds(Tl, [(0.0, None)]), "LAS", solution)
+    if solution == "interior":
+        x[live] = np.clip(res.x[: ml * k].reshape(ml, k), 0.0, 1.0)
+        return x
     t_star = float(res.x[-1])
     # second stage: keep t >= t*(1 - tol), i.e. -t <= -t*(1-tol)
     fix_t = csr_matrix(([-1.0], ([0], [ml * k])), shape=(1, ml * k + 1))
@@ -163,36 +184,42 @@ def _block_rows(coef: np.ndarray):
     return csr_matrix((coef.reshape(-1), (rows, cols)), shape=(m, m * k))
 
 
-def max_throughput(T: np.ndarray, sf: np.ndarray, n: np.ndarray) -> np.ndarray:
+def max_throughput(T: np.ndarray, sf: np.ndarray, n: np.ndarray,
+                   solution: str = "vertex") -> np.ndarray:
     """Maximise total throughput ``sum_jk T_jk x_jk`` (``max_sum_throughput.py``'s
     ``ThroughputNormalizedByCostSumWithPerfSLOs`` without costs or SLOs). Ties: the
-    HiGHS vertex (no second stage; the objective is already a throughput sum)."""
+    HiGHS vertex (no second stage; the objective is already a throughput sum), or the
+    interior-point solution (``solution="interior"``)."""
     T, sf, n = _check(T, sf, n)
     m, k = T.shape
     if m == 0:
         return np.zeros((0, k))
     a, b = base_constraints(sf, n)
-    res = _solve(-T.reshape(-1), a, b, _bounds(T), "max-throughput")
+    res = _solve(-T.reshape(-1), a, b, _bounds(T), "max-throughput", solution)
     return np.clip(res.x.reshape(m, k), 0.0, 1.0)
 
 
-def _feasible(T: np.ndarray, sf: np.ndarray, n: np.ndarray, need: np.ndarray) -> np.ndarray | None:
+def _feasible(T: np.ndarray, sf: np.ndarray, n: np.ndarray, need: np.ndarray,
+              solution: str = "vertex") -> np.ndarray | None:
     """An ``x`` with ``sum_k T_jk x_jk >= need_j`` under the base constraints, or None.
-    The returned ``x`` maximises total normalised throughput among feasible points."""
+    ``"vertex"``: the feasible vertex of largest total normalised throughput;
+    ``"interior"``: HiGHS's interior-point answer to the feasibility problem itself
+    (no objective, as Gavel's ``cp.Maximize(1)``)."""
     m, k = T.shape
     a, b = base_constraints(sf, n)
     req = -_block_rows(T)
     a = vstack([a, req]).tocsr()
     b = np.concatenate([b, -need])
     norm = T / np.maximum(need, 1e-300)[:, None]
-    res = linprog(-norm.reshape(-1), A_ub=a, b_ub=b, bounds=_bounds(T), method="highs")
+    c = np.zeros(m * k) if solution == "interior" else -norm.reshape(-1)
+    res = linprog(c, A_ub=a, b_ub=b, bounds=_bounds(T), method=_method(solution))
     if res.status != 0:
         return None
     return np.clip(res.x.reshape(m, k), 0.0, 1.0)
 
 
 def min_makespan(T: np.ndarray, sf: np.ndarray, n: np.ndarray, remaining: np.ndarray,
-                 lo: float = 100.0, hi: float = 1e6) -> np.ndarray:
+                 lo: float = 100.0, hi: float = 1e6, solution: str = "vertex") -> np.ndarray:
     """Smallest makespan ``M`` such that every job can finish its ``remaining`` steps by
     ``M`` (``sum_k T_jk x_jk >= R_j / M``), by Gavel's bisection (``min_total_duration.py``):
     on ``[lo, hi]`` until ``hi <= 1.05 lo``; if nothing is feasible, the next decade
@@ -211,7 +238,7 @@ def min_makespan(T: np.ndarray, sf: np.ndarray, n: np.ndarray, remaining: np.nda
     for _ in range(60):
         while 1.05 * lo < hi:
             mid = (lo + hi) / 2.0
-            cand = _feasible(Tl, sfl, n, rl / mid)
+            cand = _feasible(Tl, sfl, n, rl / mid, solution)
             if cand is not None:
                 best, hi = cand, mid
             else:
@@ -227,7 +254,8 @@ def min_makespan(T: np.ndarray, sf: np.ndarray, n: np.ndarray, remaining: np.nda
 
 def finish_time_fairness(T: np.ndarray, sf: np.ndarray, n: np.ndarray, remaining: np.ndarray,
                          since_start: np.ndarray, isolated_time: np.ndarray,
-                         t_iso: np.ndarray | None = None, rtol: float = 1e-4) -> np.ndarray:
+                         t_iso: np.ndarray | None = None, rtol: float = 1e-4,
+                         solution: str = "vertex") -> np.ndarray:
     """Finish-time fairness (Themis-style, ``FinishTimeFairnessPolicyWithPerf``): minimise
     ``max_j rho_j``, ``rho_j = (s_j + R_j / sum_k T_jk x_jk) / (I_j + R_j / T_j^iso)``,
     with ``s_j`` = time since arrival, ``I_j`` = isolated time already accrued
@@ -256,7 +284,7 @@ def finish_time_fairness(T: np.ndarray, sf: np.ndarray, n: np.ndarray, remaining
         den = rho * base - sl
         if (den <= 0).any():
             return None
-        return _feasible(Tl, sfl, n, rl / den)
+        return _feasible(Tl, sfl, n, rl / den, solution)
 
     hi = 1.0
     best = attempt(hi)

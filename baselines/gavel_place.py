@@ -16,7 +16,27 @@ import numpy as np
 from hetgym.decisions import Decision, Move, Placement, Preempt, Start
 from hetgym.sim.codes import GRACE, QUEUED, RUNNING
 
-__all__ = ["assign_workers", "carry_out"]
+__all__ = ["assign_workers", "carry_out", "worker_counts", "current"]
+
+
+def worker_counts(view) -> np.ndarray:
+    """int64[C]: workers each device type can hold: its GPUs, or for a CPU type its
+    worker slots (each node's cores over ``SimOptions.cpu_slot_cores``, else over the
+    median cores per worker of the jobs that can run there)."""
+    nd = np.asarray(view.node_device)
+    out = np.zeros(len(view.devices), dtype=np.int64)
+    for k in range(len(view.devices)):
+        on = nd == k
+        if not bool(np.asarray(view.dev_is_cpu)[k]):
+            out[k] = int(np.asarray(view.node_gpus)[on].sum())
+            continue
+        slot = view.options.cpu_slot_cores
+        if slot is None:
+            need = np.asarray(view.cpus_need)[:, k][np.asarray(view.tput)[:, k] > 0]
+            slot = float(np.median(need)) if len(need) else 0.0
+        if slot > 0:
+            out[k] = int(np.floor(np.asarray(view.node_cpus, dtype=np.float64)[on] / slot + 1e-9).sum())
+    return out
 
 
 class _Free:
@@ -32,7 +52,9 @@ class _Free:
 
     def fits(self, job: int, nodes: np.ndarray, gpus: np.ndarray) -> bool:
         v = self.view
-        if not self.gpu[nodes, gpus].all() or len(set(zip(nodes.tolist(), gpus.tolist()))) < len(nodes):
+        g = gpus >= 0
+        pairs = set(zip(nodes[g].tolist(), gpus[g].tolist()))
+        if not self.gpu[nodes[g], gpus[g]].all() or len(pairs) < int(g.sum()):
             return False
         need_c: dict[int, float] = {}
         for n in nodes.tolist():
@@ -43,20 +65,23 @@ class _Free:
     def take(self, job: int, nodes: np.ndarray, gpus: np.ndarray) -> None:
         v = self.view
         for n, g in zip(nodes.tolist(), gpus.tolist()):
-            self.gpu[n, g] = False
+            if g >= 0:
+                self.gpu[n, g] = False
             self.cpu[n] -= v.cpus_need[job, v.node_device[n]]
             self.mem[n] -= v.mem[job]
 
     def first(self, job: int, dev: int, w: int) -> Placement | None:
         """The first ``w`` free GPUs of type ``dev`` in node, GPU order (room for the job's
-        cores and memory on each node), or None."""
+        cores and memory on each node; on a CPU type, worker slots node by node), or None."""
         v = self.view
         nodes: list[int] = []
         gpus: list[int] = []
         c, m = float(v.cpus_need[job, dev]), float(v.mem[job])
+        slots = (lambda n: [-1] * w) if bool(np.asarray(v.dev_is_cpu)[dev]) else \
+            (lambda n: np.flatnonzero(self.gpu[n]).tolist())
         for n in np.flatnonzero(np.asarray(v.node_device) == dev).tolist():
             cpu, mem = self.cpu[n], self.mem[n]
-            for g in np.flatnonzero(self.gpu[n]).tolist():
+            for g in slots(n):
                 if len(nodes) == w or cpu + 1e-9 < c or mem + 1e-9 < m:
                     break
                 nodes.append(n)
@@ -139,30 +164,32 @@ def carry_out(view, plan: dict[int, tuple[int, Placement]]) -> list[Decision]:
             starts.append(Start(j, k, pl))
         elif status[j] == GRACE:
             raise AssertionError(f"Gavel: job {j} in its grace period was planned")
-    # owner of every GPU a moving job holds now
-    owner: dict[tuple[int, int], int] = {}
+    # the moving jobs holding each GPU (a CPU node's cores: key (node, -1)) now
+    holders: dict[tuple[int, int], set[int]] = {}
     for j in moves:
-        nodes, gpus = current(view, j)
-        owner.update({(n, g): j for n, g in zip(nodes.tolist(), gpus.tolist())})
+        for key in zip(*(a.tolist() for a in current(view, j))):
+            holders.setdefault(key, set()).add(j)
+
+    def release(j: int) -> None:
+        for hs in holders.values():
+            hs.discard(j)
+
     pending = dict(moves)
     while pending:
         ready = [j for j, (_, pl) in pending.items()
-                 if all(owner.get((n, g), j) in (j, -1)
-                        for n, g in zip(pl.nodes.tolist(), pl.gpus.tolist()))]
-        if not ready:  # a cycle: give one job's GPUs back now, start it after the moves
-            j = min(pending)
+                 if all(holders.get(key, set()) <= {j}
+                        for key in zip(pl.nodes.tolist(), pl.gpus.tolist()))]
+        if not ready:  # a cycle: give one job's resources back now, start it after the moves
+            limit = view.max_preemptions
+            j = min(pending, key=lambda i: (
+                bool(view.grace[i] > 0 or (limit is not None and view.n_preempt[i] >= limit)), i))
             k, pl = pending.pop(j)
             out.append(Preempt(j))
             starts.insert(0, Start(j, k, pl))
-            ready = []
-            for key, o in list(owner.items()):
-                if o == j:
-                    owner[key] = -1
+            release(j)
             continue
         for j in ready:
             k, pl = pending.pop(j)
             out.append(Move(j, pl, k))
-            for key, o in list(owner.items()):
-                if o == j:
-                    owner[key] = -1
+            release(j)
     return out + starts

@@ -3,6 +3,11 @@
 * :func:`srpt_decide_nb`: one decision of :class:`baselines.classic.SRPT`.
 * :func:`jsq_omega_nb`: JSQ+'s projected machine free times
   (:class:`baselines.allox.JSQPlus`).
+* :func:`pairs_admit_nb`: SJF+'s walk over (job, device type) pairs
+  (:class:`baselines.allox.SJFPlus`).
+* :func:`share_fill_nb`: ES filling one user's share (:class:`baselines.drf.EqualShare`).
+* :func:`any_start_nb`: whether any waiting job could still start on idle machines
+  (:class:`baselines.allox.AlloX`).
 
 :func:`srpt_decide_nb` carries out SRPT's rule (see the class docstring) at one
 decision point: movable running jobs (not in a grace period, under the preemption
@@ -26,9 +31,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hetgym.sim.kernels import alloc_nb, place_nb
+from hetgym.sim.kernels import alloc_nb, may_fit_arrays_nb, node_slots_nb, place_nb
 
-__all__ = ["NEED_MORE", "jsq_omega_nb", "srpt_decide_nb"]
+__all__ = ["NEED_MORE", "any_start_nb", "jsq_omega_nb", "pairs_admit_nb", "share_fill_nb", "srpt_decide_nb"]
 
 #: Return value (minus the group's position) when a group's prefix ran out: call again
 #: with longer prefixes.
@@ -58,6 +63,28 @@ def _alloc_running_nb(j, sign, workers, worker_node, worker_gpu, cpus_need, mem,
 
 
 @njit(cache=True)
+def _room_nb(d, w, cpus, mem, nodes, cap):
+    """Whether ``place_nb`` finds room for ``w`` workers (``cpus`` cores, ``mem`` GB each) on
+    type ``d`` of ``cap``: the same test it makes first (the per-type summary, then the
+    workers that fit on all nodes of the type together), with the arrays read once (in
+    ``place_nb`` a failed try costs some microseconds)."""
+    is_cpu = nodes.dev_is_cpu[d]
+    free_gpus, free_cpus, free_mem = cap.free_gpus, cap.free_cpus, cap.free_mem
+    if not may_fit_arrays_nb(d, w, cpus, is_cpu, cap.free_dev):
+        return False
+    by_dev = nodes.by_dev
+    tot = 0
+    for i in range(nodes.dev_start[d], nodes.dev_start[d + 1]):
+        n = by_dev[i]
+        if not is_cpu and free_gpus[n] <= 0:
+            continue  # no slot there (and no division to find that out)
+        tot += node_slots_nb(n, is_cpu, cpus, mem, free_gpus, free_cpus, free_mem)
+        if tot >= w:
+            return True
+    return False
+
+
+@njit(cache=True)
 def _place_first_nb(j, table, workers, cpus_need, mem, policy, nodes, cap, scr_i, tmp_n, tmp_g):
     """Place waiting job ``j`` on the first device type of its ``table`` row where the
     simulator's placement kernel finds room, take it from ``cap``; the placement is in
@@ -67,7 +94,8 @@ def _place_first_nb(j, table, workers, cpus_need, mem, policy, nodes, cap, scr_i
         d = table[j, k]
         if d < 0:
             break
-        if place_nb(d, w, cpus_need[j, d], mem[j], policy, nodes, cap, scr_i, tmp_n, tmp_g):
+        if _room_nb(d, w, cpus_need[j, d], mem[j], nodes, cap) and \
+                place_nb(d, w, cpus_need[j, d], mem[j], policy, nodes, cap, scr_i, tmp_n, tmp_g):
             alloc_nb(j, w, tmp_n, tmp_g, 1, cpus_need[j], mem[j], nodes, cap)
             return d
     return -1
@@ -219,3 +247,106 @@ def jsq_omega_nb(omega, lo, hi, alive, off, machines, dur):
             start = max(start, omega[machines[i]])
         for i in range(off[e], off[e + 1]):
             omega[machines[i]] = start + dur[e]
+
+
+@njit(cache=True)
+def pairs_admit_nb(pairs, n_dev, q, p, free, workers, cpus_need, mem, policy, nodes, cap, scr_i,
+                   out_job, out_dev, out_nodes, out_gpus):
+    """Walk ``(job, device type)`` pairs in order (pair ``f`` is ``q[f // n_dev]`` on type
+    ``f % n_dev``): a pair whose job has not started, whose type has free machines
+    (``free[d] > 0``) and whose time ``p`` is finite starts if the placement kernel finds
+    room on ``cap`` (taken from it; ``free[d]`` drops by the job's workers). Stops once no
+    type's ``free`` is nonzero. Returns the number of starts written to ``out_*``."""
+    started = np.zeros(q.shape[0], dtype=np.bool_)
+    wmax = out_nodes.shape[1]
+    tmp_n = np.empty(wmax, dtype=np.int64)
+    tmp_g = np.empty(wmax, dtype=np.int64)
+    n = 0
+    for f in pairs:
+        k = f // n_dev
+        d = f % n_dev
+        if started[k] or free[d] <= 0 or not np.isfinite(p[k, d]):
+            continue
+        j = q[k]
+        w = workers[j]
+        if not (_room_nb(d, w, cpus_need[j, d], mem[j], nodes, cap)
+                and place_nb(d, w, cpus_need[j, d], mem[j], policy, nodes, cap, scr_i, tmp_n,
+                             tmp_g)):
+            continue
+        alloc_nb(j, w, tmp_n, tmp_g, 1, cpus_need[j], mem[j], nodes, cap)
+        out_job[n] = j
+        out_dev[n] = d
+        out_nodes[n, :w] = tmp_n[:w]
+        out_gpus[n, :w] = tmp_g[:w]
+        n += 1
+        started[k] = True
+        free[d] -= w
+        if not (free != 0).any():
+            break
+    return n
+
+
+@njit(cache=True)
+def share_fill_nb(u, jobs, dur, order, w, may, used, quota, cpus_need, mem, policy, nodes, cap,
+                  scr_i, out_job, out_dev, out_nodes, out_gpus):
+    """ES (``order="sjf"``) for user ``u``: for each device type in ``order`` while her
+    share ``quota[u, d]`` has room (``used``, updated), her jobs that can run there
+    (finite ``dur[:, d]``) shortest first (stable) start if they fit her share (or she
+    holds nothing there) and the placement kernel finds room on ``cap``. A job is tried
+    on one type at most; ``may[k, d]`` False: it surely does not fit (used up untried).
+    Returns the number of starts written to ``out_*``."""
+    n = jobs.shape[0]
+    left = np.ones(n, dtype=np.bool_)
+    wmax = out_nodes.shape[1]
+    tmp_n = np.empty(wmax, dtype=np.int64)
+    tmp_g = np.empty(wmax, dtype=np.int64)
+    fin = np.empty(n, dtype=np.int64)
+    keys = np.empty(n)
+    out = 0
+    for d in order:
+        if used[u, d] >= quota[u, d]:
+            continue
+        m = 0
+        for k in range(n):
+            if np.isfinite(dur[k, d]):
+                fin[m] = k
+                keys[m] = dur[k, d]
+                m += 1
+        srt = np.argsort(keys[:m], kind="mergesort")
+        for i in range(m):
+            if used[u, d] >= quota[u, d]:
+                break
+            k = fin[srt[i]]
+            if not left[k] or not (used[u, d] + w[k] <= quota[u, d] or used[u, d] == 0):
+                continue
+            left[k] = False
+            if not may[k, d]:
+                continue
+            j = jobs[k]
+            if _room_nb(d, w[k], cpus_need[j, d], mem[j], nodes, cap) and \
+                    place_nb(d, w[k], cpus_need[j, d], mem[j], policy, nodes, cap, scr_i, tmp_n,
+                             tmp_g):
+                alloc_nb(j, w[k], tmp_n, tmp_g, 1, cpus_need[j], mem[j], nodes, cap)
+                out_job[out] = j
+                out_dev[out] = d
+                out_nodes[out, : w[k]] = tmp_n[: w[k]]
+                out_gpus[out, : w[k]] = tmp_g[: w[k]]
+                out += 1
+                used[u, d] += w[k]
+    return out
+
+
+@njit(cache=True)
+def any_start_nb(q, alive, p, idle, workers, cpus_need, mem, nodes, cap):
+    """Whether some job ``q[k]`` with ``alive[k]`` could start on a device type ``d``: it can
+    run there (finite ``p[k, d]``), ``idle[d]`` machines of the type are free for its
+    ``W`` workers, and the placement kernel would find room on ``cap``."""
+    for k in range(q.shape[0]):
+        if not alive[k]:
+            continue
+        j = q[k]
+        for d in range(p.shape[1]):
+            if np.isfinite(p[k, d]) and workers[j] <= idle[d] and \
+                    _room_nb(d, workers[j], cpus_need[j, d], mem[j], nodes, cap):
+                return True
+    return False

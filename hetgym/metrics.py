@@ -35,6 +35,11 @@ Definitions:
 
 The makespan of the utilisation metrics is the end of the run (``= makespan`` when
 every job finished; the truncation time otherwise).
+* ``placement_slowdown`` (per job) = exec_time / best duration (the ideal run: packed,
+  topology factor 1, no interference, linear scaling, fastest type); summary
+  ``avg_/p95_/max_placement_slowdown`` over finished jobs; ``jct_over_ideal`` = mean of
+  jct / best duration; ``slo_violations`` = finished jobs whose placement slowdown
+  exceeds ``SimOptions.slo_slack`` (1.05), TOPO-AWARE's SLO (assumption A-T6).
 
 Units: every time (``jct``, ``wait``, ``makespan``, ...) is in **seconds**, energy in
 kWh, decision times in ms. Tables convert times to a readable unit (:func:`time_unit`).
@@ -55,8 +60,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.engine import Simulator
 
 __all__ = ["Result", "job_table", "summarize", "jain_index", "time_unit", "format_duration",
-           "TIME_METRICS", "METRIC_UNITS", "gpu_util_series", "time_fraction_at_least",
-           "gpu_seconds"]
+           "TIME_METRICS", "METRIC_UNITS", "placement_metrics", "gpu_util_series",
+           "time_fraction_at_least", "gpu_seconds"]
 
 
 def jain_index(x: np.ndarray) -> float:
@@ -189,6 +194,7 @@ def job_table(sim: "Simulator") -> pd.DataFrame:
         "wait": wait,
         "slowdown": slowdown,
         "best_duration": best,
+        "placement_slowdown": np.where(done, execution / best, np.nan),
         "device": dev,
         "preemptions": js.n_preempt,
         "restarts": js.n_restart,
@@ -250,6 +256,21 @@ def _group_mean(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
     return s[c > 0] / c[c > 0]
 
 
+def placement_metrics(exe: np.ndarray, jct: np.ndarray, best: np.ndarray,
+                      slack: float) -> dict[str, float]:
+    """Placement slowdown summary of finished jobs (module docstring)."""
+    if not len(exe):
+        nan = float("nan")
+        return {"avg_placement_slowdown": nan, "p95_placement_slowdown": nan,
+                "max_placement_slowdown": nan, "jct_over_ideal": nan, "slo_violations": 0.0}
+    ps = exe / best
+    return {"avg_placement_slowdown": float(ps.mean()),
+            "p95_placement_slowdown": _pct(ps, 95),
+            "max_placement_slowdown": float(ps.max()),
+            "jct_over_ideal": float((jct / best).mean()),
+            "slo_violations": float((ps > slack + 1e-12).sum())}
+
+
 def summarize(sim: "Simulator", jobs: pd.DataFrame | None = None,
               decision_ms: np.ndarray | None = None) -> dict[str, float]:
     """Summary metrics of a run (module docstring gives the definitions).
@@ -305,6 +326,7 @@ def summarize(sim: "Simulator", jobs: pd.DataFrame | None = None,
     dm = np.zeros(0) if decision_ms is None else np.asarray(decision_ms)
     out["decision_time_p50"] = _pct(dm, 50) if len(dm) else 0.0
     out["decision_time_p99"] = _pct(dm, 99) if len(dm) else 0.0
+    out.update(placement_metrics(exe, jct, best, sim.options.slo_slack))
     out["unfinished_jobs"] = float(sim.n_jobs - int(done.sum()))
     out["events"] = float(sim.events)
     out["decision_points"] = float(sim.decision_points)

@@ -74,7 +74,9 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
         timed = min(float(sim.acc[ACC_ROUND]), float(sim.acc[ACC_WAKE]))
         if not sim.advance():
             break
-        timer = sim.now >= timed  # a round boundary or a wake-up was reached
+        # a round boundary or a wake-up is this instant (a boundary that passed while the
+        # cluster was idle was no event, so an arrival after it is not a timed instant)
+        timer = sim.now == timed
         if not every_event and sim.n_queue == 0 and not timer:
             continue  # nothing waits: no decision to make (see Scheduler protocol)
         a = perf()

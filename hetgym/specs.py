@@ -24,6 +24,9 @@ __all__ = [
     "Objective",
     "Scenario",
     "default_topology",
+    "default_gpu_sockets",
+    "minsky_topology",
+    "dgx1_topology",
 ]
 
 OBJECTIVES = ("jct", "slowdown", "makespan", "energy_cost", "tardiness")
@@ -57,6 +60,36 @@ def default_gpu_sockets(gpus: int, sockets: int) -> np.ndarray:
     return np.arange(gpus, dtype=np.int64) // per_socket
 
 
+def minsky_topology() -> np.ndarray:
+    """GPU distance levels of an IBM Power8 S822LC "Minsky" server (TOPO-AWARE, SC'17 sec. 3.1).
+
+    2 sockets x 2 P100; GPUs 0, 1 on socket 0 and 2, 3 on socket 1; each pair is joined
+    by NVLink (level 1); pairs across sockets go over the system bus (level 3).
+    """
+    return np.array([[0, 1, 3, 3], [1, 0, 3, 3], [3, 3, 0, 1], [3, 3, 1, 0]], dtype=np.float64)
+
+
+#: NVLink edges of a DGX-1 (V100) hybrid cube-mesh.
+DGX1_NVLINK = ((0, 1), (0, 2), (0, 3), (0, 4), (1, 2), (1, 3), (1, 5), (2, 3), (2, 6), (3, 7),
+               (4, 5), (4, 6), (4, 7), (5, 6), (5, 7), (6, 7))
+
+
+def dgx1_topology() -> np.ndarray:
+    """GPU distance levels of an NVIDIA DGX-1 (8 V100, hybrid cube-mesh).
+
+    Level 1 for the NVLink pairs of :data:`DGX1_NVLINK`, 2 for other pairs on one
+    socket (GPUs 0-3 / 4-7), 3 across sockets.
+    """
+    d = np.zeros((8, 8), dtype=np.float64)
+    for a in range(8):
+        for b in range(8):
+            if a != b:
+                d[a, b] = 2.0 if a // 4 == b // 4 else 3.0
+    for a, b in DGX1_NVLINK:
+        d[a, b] = d[b, a] = 1.0
+    return d
+
+
 @dataclass(frozen=True)
 class PowerModel:
     """Node power: ``idle_w`` while on, plus ``gpu_active_w`` per busy GPU and
@@ -83,6 +116,9 @@ class NodeSpec:
         topology: ``gpus x gpus`` GPU distance matrix (nested lists or array);
             ``None`` builds :func:`default_topology`.
         power: Power model; defaults come from the device catalogue.
+        gpu_socket: CPU socket of each GPU (``gpus`` ints in ``0..sockets-1``);
+            ``None``: :func:`default_gpu_sockets` (an even split). Interference with the
+            ``"socket"`` domain and ``View.node_socket_of_gpu`` read it.
     """
 
     name: str
@@ -94,6 +130,7 @@ class NodeSpec:
     sockets: int = 1
     topology: Any = None
     power: PowerModel = field(default_factory=PowerModel)
+    gpu_socket: Sequence[int] | None = None
 
     def __post_init__(self) -> None:
         where = f"NodeSpec {self.name!r}"
@@ -115,6 +152,12 @@ class NodeSpec:
                 raise ValueError(
                     f"{where}: topology must be {self.gpus}x{self.gpus}, got shape {t.shape}"
                 )
+        if self.gpu_socket is not None:
+            gs = tuple(int(x) for x in self.gpu_socket)
+            if len(gs) != self.gpus or any(not 0 <= x < max(1, self.sockets) for x in gs):
+                raise ValueError(f"{where}: gpu_socket must list {self.gpus} socket ids in "
+                                 f"0..{max(1, self.sockets) - 1}, got {list(self.gpu_socket)}")
+            object.__setattr__(self, "gpu_socket", gs)
 
     @property
     def device(self) -> str:
@@ -128,7 +171,10 @@ class NodeSpec:
         return default_topology(self.gpus, self.sockets)
 
     def socket_map(self) -> np.ndarray:
-        """int64[gpus]: CPU socket of each GPU (an even split over ``sockets``)."""
+        """int64[gpus]: CPU socket of each GPU (``gpu_socket``, else an even split over
+        ``sockets``)."""
+        if self.gpu_socket is not None:
+            return np.asarray(self.gpu_socket, dtype=np.int64)
         return default_gpu_sockets(self.gpus, self.sockets)
 
     def power_w(self) -> tuple[float, float, float]:
@@ -207,6 +253,15 @@ class SimOptions:
         tardiness_price: EUR per (weight x second) of tardiness in ``total_cost``.
         checkpoint_unit: ``"seconds"`` (``checkpoint_interval`` is seconds of progress) or
             ``"work"`` (it is iterations: a GP=0 preemption or a move keeps whole multiples).
+        interference_coeff: Co-location interference (docs/semantics.md, *Interference*):
+            a job's rate is divided by ``1 + coeff x s_j x sum of p_k`` over the other
+            running jobs sharing an interference domain with it. 0 = off (factor exactly 1).
+        interference_domain: ``"socket"`` (share a CPU socket of a node) or ``"node"``.
+        interference_table: Optional ``{(job_type_a, job_type_b): slowdown >= 1}``: when
+            given, the factor of a job of type a is ``1 / (1 + sum (slowdown - 1))`` over
+            its neighbours of type b (missing pairs count 1) and the coefficient is unused.
+        slo_slack: A finished job violates its SLO when its placement slowdown
+            (exec_time / ideal run time) exceeds this (metric ``slo_violations``).
         fork_sync_delay: Seconds without progress for a job holding >= 2 copies (forking,
             HadarE) when it is started/moved with copies and at every round boundary it keeps
             them (model consolidation); ``None`` = ``restart_delay``. With a restart delay at
@@ -231,6 +286,10 @@ class SimOptions:
     idle_power: str = "always"
     tardiness_price: float = 1.0
     checkpoint_unit: str = "seconds"
+    interference_coeff: float = 0.0
+    interference_domain: str = "socket"
+    interference_table: Any = None
+    slo_slack: float = 1.05
     fork_sync_delay: float | None = None
     max_copies: int | None = None
 
@@ -242,7 +301,8 @@ class SimOptions:
             raise ValueError(
                 f"SimOptions.checkpoint_unit must be 'seconds' or 'work', got {self.checkpoint_unit!r}")
         for name in ("restart_delay", "checkpoint_interval", "energy_price", "pue",
-                     "topology_coeff", "network_distance", "tardiness_price"):
+                     "topology_coeff", "network_distance", "tardiness_price",
+                     "interference_coeff"):
             if getattr(self, name) < 0:
                 raise ValueError(f"SimOptions.{name} must be >= 0, got {getattr(self, name)}")
         if self.fork_sync_delay is not None and self.fork_sync_delay < 0:
@@ -259,6 +319,33 @@ class SimOptions:
             raise ValueError(
                 f"SimOptions.placement must be pack, spread or topology, got {self.placement!r}"
             )
+        if self.interference_domain not in ("socket", "node"):
+            raise ValueError("SimOptions.interference_domain must be socket or node, "
+                             f"got {self.interference_domain!r}")
+        if self.interference_table is not None:
+            object.__setattr__(self, "interference_table",
+                               _interference_table(self.interference_table))
+
+    @property
+    def interference_on(self) -> bool:
+        """Whether co-location interference changes any rate."""
+        return self.interference_coeff > 0 or bool(self.interference_table)
+
+
+def _interference_table(table: Any) -> tuple[tuple[tuple[str, str], float], ...]:
+    """``{(type_a, type_b): slowdown}`` (or its items) as a sorted, hashable tuple."""
+    items = table.items() if hasattr(table, "items") else table
+    out = {}
+    for key, v in items:
+        if len(key) != 2:
+            raise ValueError(f"SimOptions.interference_table: key {key!r} is not a pair of "
+                             "job types")
+        v = float(v)
+        if not v >= 1.0 or v == float("inf"):
+            raise ValueError(f"SimOptions.interference_table[{tuple(key)!r}] = {v}; expected a "
+                             "finite slowdown >= 1")
+        out[(str(key[0]), str(key[1]))] = v
+    return tuple(sorted(out.items()))
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,9 @@ min_workers    int      optional least gang size of an elastic job, 1..workers; 
 max_workers    int      optional largest gang size, >= workers; default workers
 scaling_exponent float  optional per-job scaling exponent in (0, 1]; default (NaN) the
                         scenario's ``SimOptions.scaling_exponent``
+min_utility    float    optional least placement utility in [0, 1] (TOPO-AWARE-P); default 0
+bw             float    optional interference pressure >= 0 (docs/semantics.md,
+                        *Interference*); default empty = ``comm`` if workers >= 2, else 0
 ============== ======== ===========================================================
 """
 
@@ -53,6 +56,8 @@ OPTIONAL_DEFAULTS: dict[str, object] = {
     "min_workers": np.nan,  # NaN: = workers
     "max_workers": np.nan,  # NaN: = workers
     "scaling_exponent": np.nan,  # NaN: SimOptions.scaling_exponent
+    "min_utility": 0.0,
+    "bw": np.nan,
 }
 
 
@@ -154,6 +159,10 @@ class Workload:
         se = numeric("scaling_exponent")
         check("scaling_exponent", ~np.isnan(se) & ~((se > 0) & (se <= 1)), "a number in (0, 1] or empty")
         out["scaling_exponent"] = se
+        mu = numeric("min_utility")
+        check("min_utility", ~np.isfinite(mu) | (mu < 0) | (mu > 1), "a number in [0, 1]")
+        bw = numeric("bw")
+        check("bw", (bw < 0) | np.isinf(bw), "empty or a finite number >= 0")
         dl = numeric("deadline")
         check("deadline", np.isnan(dl), "a time (s) or +inf")
         cls_ok = out["job_class"].isin(["BE", "TE"]).to_numpy()
@@ -168,6 +177,8 @@ class Workload:
         out["workers"] = w.astype(np.int64)
         out["work"] = work
         out["comm"] = comm
+        out["min_utility"] = mu
+        out["bw"] = bw
         out["deadline"] = dl
         out["forkable"] = out["forkable"].astype(bool)
         out["job_type"] = out["job_type"].astype(str)

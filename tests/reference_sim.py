@@ -30,7 +30,9 @@ seconds; with ``GP = 0`` the job is suspended at once, goes to the head of
 the queue and loses ``fmod(progress time since resume, interval) * rate``
 iterations when a checkpoint interval is set. Every start after the first
 pays the restart delay. Rate = W x min per-worker throughput x
-W ** (exponent - 1) x topology factor.
+W ** (exponent - 1) x topology factor x interference factor; with interference on,
+every running job holding a GPU on a node touched by a start, a release or a move gets
+its rate recomputed and its finish moved to max(now, resume_at) + remaining / rate.
 
 Elastic jobs (``min_workers``/``max_workers``): an explicit placement of g workers with
 min <= g <= max is valid; W above is then g, and the exponent is the job's own
@@ -106,6 +108,10 @@ class RJob:
     min_workers: int = 1
     max_workers: int = 1
     exponent: float = 1.0
+    job_type: str = ""
+    sens: float = 0.0  # interference sensitivity
+    press: float = 0.0  # interference pressure
+    min_utility: float = 0.0
     status: int = FUTURE
     remaining: float = 0.0
     rate: float = 0.0
@@ -248,6 +254,36 @@ def job_rate(job: RJob, alloc: list[tuple[int, int]], nodes: list[RNode], expone
     return rate
 
 
+def interference(sim: RefSim, j: int, alloc: list[tuple[int, int]]) -> float:
+    """Interference factor of job j on ``alloc`` next to the other jobs holding GPUs that
+    share a socket (or a node) with one of its GPUs, each neighbour counted once."""
+    opts = sim.options
+    job = sim.jobs[j]
+    table = dict(opts.interference_table or ())
+    if not table and (opts.interference_coeff <= 0 or job.sens <= 0):
+        return 1.0
+    near: set[int] = set()
+    for n, g in alloc:
+        if g < 0:
+            continue
+        node = sim.nodes[n]
+        for h, k in enumerate(node.owner):
+            if k >= 0 and k != j and (opts.interference_domain == "node"
+                                      or node.socket[h] == node.socket[g]):
+                near.add(k)
+    if table:
+        return 1.0 / (1.0 + sum(table.get((job.job_type, sim.jobs[k].job_type), 1.0) - 1.0
+                                for k in near))
+    return 1.0 / (1.0 + opts.interference_coeff * job.sens * sum(sim.jobs[k].press for k in near))
+
+
+def _spec_sockets(spec: Any) -> list[int]:
+    """Socket of each GPU: the spec's ``gpu_socket``, else the even split."""
+    if spec.gpu_socket is not None:
+        return [int(x) for x in spec.gpu_socket]
+    return _even_sockets(int(spec.gpus), int(spec.sockets))
+
+
 def _even_sockets(gpus: int, sockets: int) -> list[int]:
     """GPUs split evenly over the sockets, in order (e.g. 4 GPUs, 2 sockets: 0, 0, 1, 1)."""
     per = max(1, math.ceil(gpus / max(1, sockets)))
@@ -272,7 +308,7 @@ class RefSim:
                     name=f"{spec.name}-{i}", device=self.devices.index(spec.device),
                     is_cpu=spec.gpu_type is None, gpus=int(spec.gpus), cpus=float(spec.cpus),
                     mem=float(spec.mem_gb), dist=dist, idle_w=idle, gpu_w=gw, core_w=cw,
-                    socket=_even_sockets(int(spec.gpus), int(spec.sockets)),
+                    socket=_spec_sockets(spec),
                     sockets=max(1, int(spec.sockets)),
                     free_gpus=int(spec.gpus), free_cpus=float(spec.cpus), free_mem=float(spec.mem_gb),
                     owner=[-1] * int(spec.gpus)))
@@ -295,7 +331,11 @@ class RefSim:
                 forkable=bool(row["forkable"]), remaining=float(row["work"]),
                 min_workers=_int_or(row.get("min_workers"), int(row["workers"])),
                 max_workers=_int_or(row.get("max_workers"), int(row["workers"])),
-                exponent=_float_or(row.get("scaling_exponent"), float(opts.scaling_exponent))))
+                exponent=_float_or(row.get("scaling_exponent"), float(opts.scaling_exponent)),
+                job_type=str(row["job_type"]), min_utility=float(row["min_utility"])))
+            job = self.jobs[-1]
+            job.sens = job.comm if job.workers >= 2 else 0.0
+            job.press = job.sens if math.isnan(float(row["bw"])) else float(row["bw"])
         self.n_users = len(users)
         self.service = [0.0] * self.n_users
         self.now = 0.0
@@ -500,15 +540,36 @@ class RefSim:
         job.alloc = alloc
         # more workers than the largest gang: copies of a (fixed-gang) forkable job
         job.copies = len(alloc) // job.workers if len(alloc) > job.max_workers else 1
-        w = len(alloc) // job.copies
-        job.rate = sum(job_rate(job, alloc[c * w:(c + 1) * w], nodes, self.options.scaling_exponent,
-                                self.options.topology_coeff, self.options.network_distance)
-                       for c in range(job.copies))
+        job.rate = self._pooled_rate(j, alloc, job.copies)
         job.finish = job.resume_at + job.remaining / job.rate
         job.run_start = self.now
         job.device = dev
         job.status = RUNNING
         self.running.append(j)
+        self._refresh(alloc)
+
+    def _rate(self, j: int, alloc: list[tuple[int, int]]) -> float:
+        """Rate of job j on ``alloc`` next to the jobs holding GPUs now."""
+        base = job_rate(self.jobs[j], alloc, self.nodes, self.options.scaling_exponent,
+                        self.options.topology_coeff, self.options.network_distance)
+        return base * interference(self, j, alloc)
+
+    def _pooled_rate(self, j: int, alloc: list[tuple[int, int]], copies: int) -> float:
+        """Sum of the rates of ``copies`` equal slices of ``alloc`` (forking)."""
+        w = len(alloc) // copies
+        return sum(self._rate(j, alloc[c * w:(c + 1) * w]) for c in range(copies))
+
+    def _refresh(self, alloc: list[tuple[int, int]]) -> None:
+        """New rates and finishes of the running jobs holding a GPU on the touched nodes."""
+        opts = self.options
+        if opts.interference_coeff <= 0 and not opts.interference_table:
+            return
+        touched = {n for n, _ in alloc}
+        for k in self.running:
+            job = self.jobs[k]
+            if any(n in touched and g >= 0 for n, g in job.alloc):
+                job.rate = self._pooled_rate(k, job.alloc, job.copies)
+                job.finish = max(self.now, job.resume_at) + job.remaining / job.rate
 
     def move(self, j: int, placement: Any) -> None:
         """Re-allocate a running job (or one in its grace period): see ``hetgym.decisions.Move``."""
@@ -636,6 +697,7 @@ class RefSim:
         job.finish = math.inf
         job.grace_end = math.inf
         self.running.remove(j)
+        self._refresh(job.alloc)
 
     def _lose_since_checkpoint(self, job: RJob) -> None:
         interval = self.options.checkpoint_interval
@@ -789,6 +851,15 @@ class RefView:
         self.min_workers = _ro([j.min_workers for j in jobs], np.int64)
         self.max_workers = _ro([j.max_workers for j in jobs], np.int64)
         self.scale_exp = _ro([j.exponent for j in jobs], np.float64)
+        self.sens = _ro([j.sens for j in jobs], np.float64)
+        self.press = _ro([j.press for j in jobs], np.float64)
+        self.min_utility = _ro([j.min_utility for j in jobs], np.float64)
+        g = max([1] + [n.gpus for n in sim.nodes])
+        dist = np.zeros((len(sim.nodes), g, g))
+        for k, n in enumerate(sim.nodes):
+            if n.gpus:
+                dist[k, :n.gpus, :n.gpus] = n.dist
+        self.node_dist = _ro(dist, np.float64)
         self.node_device = _ro([n.device for n in sim.nodes], np.int64)
         self.node_gpus = _ro([n.gpus for n in sim.nodes], np.int64)
         self.node_cpus = _ro([n.cpus for n in sim.nodes], np.float64)
@@ -848,10 +919,8 @@ class RefView:
     def rate_of(self, job: int, placement: Any) -> float:
         sim = self._sim
         parts = [placement] if isinstance(placement, Placement) else list(placement)
-        return sum(job_rate(sim.jobs[int(job)],
-                            list(zip([int(x) for x in p.nodes], [int(x) for x in p.gpus])),
-                            sim.nodes, sim.options.scaling_exponent, sim.options.topology_coeff,
-                            sim.options.network_distance) for p in parts)
+        return sum(sim._rate(int(job), list(zip([int(x) for x in p.nodes], [int(x) for x in p.gpus])))
+                   for p in parts)
 
     @property
     def node_socket_of_gpu(self) -> np.ndarray:
@@ -1023,7 +1092,7 @@ def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -
             break
         if check:
             sim.check()
-        timed = sim.now >= timed_due
+        timed = sim.now == timed_due  # a boundary passed while idle was no event
         if not sim.queue and not every_instant and not timed:
             continue
         decisions = scheduler.decide(sim.view)

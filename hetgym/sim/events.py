@@ -20,6 +20,7 @@ import numpy as np
 from numba import njit
 
 from hetgym.sim.codes import DONE, GRACE, QUEUED, RUNNING
+from hetgym.sim.interference import copies_rate_nb, refresh_rates_nb
 from hetgym.sim.kernels import (
     alloc_nb,
     check_placement_nb,
@@ -126,6 +127,7 @@ def release_nb(job, P, S):
     js.finish[job] = np.inf
     js.grace_end[job] = np.inf
     _running_remove_nb(run, job)
+    refresh_rates_nb(w, wn, P, S)
 
 
 @njit(cache=True)
@@ -361,10 +363,7 @@ def _occupy_nb(job, w, wnodes, wgpus, dev, P, S):
     js.nworkers[job] = w
     k = copies_nb(job, w, jobs)
     js.n_copies[job] = k
-    g = w // k
-    r = job_rate_nb(job, g, wnodes[:g], wgpus[:g], P)
-    for c in range(1, k):
-        r += job_rate_nb(job, g, wnodes[c * g:(c + 1) * g], wgpus[c * g:(c + 1) * g], P)
+    r = copies_rate_nb(job, w, k, wnodes, wgpus, P, S.node)
     js.rate[job] = r
     js.finish[job] = js.resume_at[job] + js.remaining[job] / r
     js.run_start[job] = run.acc[ACC_NOW]
@@ -372,6 +371,7 @@ def _occupy_nb(job, w, wnodes, wgpus, dev, P, S):
     js.status[job] = RUNNING
     run.running[run.ctr[CTR_RUN]] = job
     run.ctr[CTR_RUN] += 1
+    refresh_rates_nb(w, wnodes, P, S)
 
 
 @njit(cache=True)

@@ -85,6 +85,10 @@ class JobArrays(NamedTuple):
     min_workers: np.ndarray  # int64[J], least gang size (elastic jobs; = workers if not)
     max_workers: np.ndarray  # int64[J], largest gang size
     scale_exp: np.ndarray    # float64[J], per-job scaling exponent
+    sens: np.ndarray       # float64[J], interference sensitivity s_j (comm if W >= 2, else 0)
+    press: np.ndarray      # float64[J], interference pressure p_j (column bw, default as sens)
+    itype: np.ndarray      # int64[J], dense id of job_type (interference table rows)
+    min_utility: np.ndarray  # float64[J], least placement utility accepted (TOPO-AWARE-P)
 
 
 class Options(NamedTuple):
@@ -101,6 +105,9 @@ class Options(NamedTuple):
     policy: int             # PlacementPolicy code
     limit: int              # preemption limit per job, -1 = none
     ckpt_work: bool         # checkpoint_interval counts iterations (checkpoint_unit="work")
+    interf_mode: int        # 0 no interference, 1 coefficient model, 2 pairwise table
+    interf_coeff: float
+    interf_domain: int      # 0 socket, 1 node
     fork_sync: float        # no-progress time of a job holding >= 2 copies (M4)
     max_copies: int         # copies a forkable job may hold (worker slots = Wmax x max_copies)
 
@@ -112,6 +119,7 @@ class Params(NamedTuple):
     nodes: NodeArrays
     opts: Options
     min_unit: np.ndarray  # float64[C], least a worker of any job takes of free_dev[c] (1 GPU, or cores)
+    itab: np.ndarray      # float64[T, T], interference slowdown of type a next to type b (1 = none)
 
 
 class JobState(NamedTuple):
@@ -324,6 +332,9 @@ def _build_jobs_uncached(scenario: Scenario) -> JobArrays:
         own = fr["scaling_exponent"].to_numpy(dtype=np.float64)
         exp = np.where(np.isnan(own), exp, own)
     mem = fr["mem_gb"].to_numpy(dtype=np.float64)
+    comm = fr["comm"].to_numpy(dtype=np.float64)
+    sens = np.where(workers >= 2, comm, 0.0)
+    bw = fr["bw"].to_numpy(dtype=np.float64)
     jobs = JobArrays(
         job_id=fr["job_id"].to_numpy(dtype=np.int64),
         arrival=fr["arrival"].to_numpy(dtype=np.float64),
@@ -337,16 +348,38 @@ def _build_jobs_uncached(scenario: Scenario) -> JobArrays:
         deadline=fr["deadline"].to_numpy(dtype=np.float64),
         weight=fr["weight"].to_numpy(dtype=np.float64),
         grace=grace,
-        comm=fr["comm"].to_numpy(dtype=np.float64),
+        comm=comm,
         forkable=fr["forkable"].to_numpy(dtype=np.bool_),
         holdable=gang_fits(least, cpus_need, mem, build_nodes(scenario)),
         min_workers=least,
         max_workers=most,
         scale_exp=exp,
+        sens=sens,
+        press=np.where(np.isnan(bw), sens, bw),
+        itype=np.searchsorted(job_types(scenario), fr["job_type"].to_numpy()).astype(np.int64),
+        min_utility=fr["min_utility"].to_numpy(dtype=np.float64),
     )
     # owned, writable, C-contiguous copies: one Numba type for whole workloads and windows
     # (pandas hands out read-only views, which Numba types apart and compiles again)
     return JobArrays(*(np.array(a, copy=True, order="C") for a in jobs))
+
+
+def job_types(scenario: Scenario) -> np.ndarray:
+    """Sorted distinct ``job_type`` names of the workload and of the interference table
+    (``JobArrays.itype`` indexes it)."""
+    names = set(scenario.workload.frame["job_type"].astype(str))
+    for (a, b), _ in scenario.options.interference_table or ():
+        names.update((a, b))
+    return np.array(sorted(names), dtype=object)
+
+
+def interference_matrix(scenario: Scenario) -> np.ndarray:
+    """``float64[T, T]`` slowdown of a type-a job next to a type-b job (1 where not given)."""
+    names = job_types(scenario)
+    tab = np.ones((max(1, len(names)), max(1, len(names))))
+    for (a, b), v in scenario.options.interference_table or ():
+        tab[np.searchsorted(names, a), np.searchsorted(names, b)] = v
+    return tab
 
 
 def best_durations(jobs: JobArrays, amount: np.ndarray | None = None,
@@ -384,12 +417,16 @@ def build_params(scenario: Scenario, jobs: JobArrays, round_length: float | None
         limit=-1 if o.max_preemptions is None else int(o.max_preemptions),
         ckpt_work=o.checkpoint_unit == "work",
         fork_sync=float(o.restart_delay if o.fork_sync_delay is None else o.fork_sync_delay),
-        max_copies=max_copies(o.max_copies, jobs, nodes))
+        max_copies=max_copies(o.max_copies, jobs, nodes),
+        interf_mode=2 if o.interference_table else (1 if o.interference_coeff > 0 else 0),
+        interf_coeff=float(o.interference_coeff),
+        interf_domain=0 if o.interference_domain == "socket" else 1)
     unit = np.ones(len(nodes.dev_is_cpu))
     for c in np.flatnonzero(nodes.dev_is_cpu):
         need = jobs.cpus_need[:, c][jobs.tput[:, c] > 0]
         unit[c] = float(need.min()) if len(need) else np.inf
-    return Params(jobs=jobs, nodes=nodes, opts=opts, min_unit=unit)
+    return Params(jobs=jobs, nodes=nodes, opts=opts, min_unit=unit,
+                  itab=interference_matrix(scenario))
 
 
 def max_copies(option: int | None, jobs: JobArrays, nodes: NodeArrays) -> int:

@@ -15,6 +15,7 @@ import numpy as np
 from hetgym.decisions import Placement, Start
 from hetgym.sim import events as E
 from hetgym.sim import kernels as K
+from hetgym.sim.interference import interfered_rate_nb
 from hetgym.sim.codes import GRACE, RUNNING
 from hetgym.sim.dispatch import entry
 from hetgym.sim.state import NodeState
@@ -133,7 +134,8 @@ class View:
     ``scale_exp``), ``n_copies`` (copies of the current/last run of a forked job, copy c
     in worker slots ``[c W, (c + 1) W)``; 1 otherwise). Nodes:
     ``node_device``, ``node_gpus``, ``node_cpus``, ``node_mem``, ``node_idle_w`` and
-    ``node_gpu_w`` (power model, W), ``free_gpus``,
+    ``node_gpu_w`` (power model, W), ``node_dist`` (GPU distance matrices, 0-padded),
+    ``node_socket_of_gpu`` (-1 padded), ``free_gpus``,
     ``free_cpus``, ``free_mem``, and ``free_dev`` (per device type: free GPUs, or
     free cores for ``cpu``).
     """
@@ -158,6 +160,7 @@ class View:
         self.node_mem = _ro(nd.mem)
         self.node_idle_w = _ro(nd.idle_w)
         self.node_gpu_w = _ro(nd.gpu_w)
+        self.node_dist = _ro(nd.dist)
         self.dev_is_cpu = _ro(nd.dev_is_cpu)
         self.free_gpus = _ro(ns.free_gpus)
         self.free_cpus = _ro(ns.free_cpus)
@@ -230,12 +233,12 @@ class View:
 
     def rate_of(self, job: int, placement: Placement | Sequence[Placement]) -> float:
         """Iterations/s that ``job`` would make on ``placement`` (the engine's own rate
-        function: slowest worker, scaling, topology); 0 if a worker's throughput is 0.
+        function: slowest worker, scaling, topology, and interference with the jobs
+        holding GPUs now, the job itself left out); 0 if a worker's throughput is 0.
         A list of placements = copies of a forked job: the sum of their rates (M4)."""
         if not isinstance(placement, Placement):
             return float(sum(self.rate_of(job, p) for p in placement))
         s = self._sim
-        jb = s.jobs
         n = np.ascontiguousarray(placement.nodes, dtype=np.int64)
         g = np.ascontiguousarray(placement.gpus, dtype=np.int64)
         if len(n) == 0 or len(g) != len(n):
@@ -244,7 +247,7 @@ class View:
         nd = s.nodes
         if n.min() < 0 or n.max() >= len(nd.dev) or (g >= nd.gpus[n]).any() or (g < -1).any():
             raise ValueError(f"rate_of: placement of job {job} names a node or GPU out of range")
-        return float(K.job_rate_nb(int(job), len(n), n, g, s.params))
+        return float(interfered_rate_nb(int(job), len(n), n, g, s.params, s.ns))
 
     @property
     def pref(self) -> np.ndarray:

@@ -125,7 +125,8 @@ def philly_window(cluster: ClusterSpec, n_jobs: int = 512, seed: int = 0, load: 
     scenario's ``SimOptions.cpu_slot_cores``; 8 in the presets that use this) equals ``load``.
 
     Raises:
-        ValueError: ``n_jobs < 2``, ``load <= 0``, or fewer fitting jobs than ``n_jobs``.
+        ValueError: ``n_jobs < 2``, ``load <= 0``, fewer fitting jobs than ``n_jobs``, or
+            no window within ``max_burst``.
     """
     if n_jobs < 2:
         raise ValueError(f"philly_window: n_jobs must be >= 2 (a load needs a time span), got {n_jobs}")

@@ -2,7 +2,9 @@
 straightforward rules kept here (the code they replaced, written for clarity).
 
 ``JSQPlus`` keeps the machines' projected free times incrementally (a Numba walk over
-the jobs queued at machines) instead of recomputing them per arrival.
+the jobs queued at machines) instead of recomputing them per arrival; ``SJFPlus`` walks
+its (job, device type) pairs in Numba; ``EqualShare`` ("sjf") fills a user's share in
+Numba.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import pytest
 
 import baselines
 import hetgym
-from baselines.allox import JSQPlus
-from baselines.allox_parts import slots_per_device
+from baselines.allox import AlloX, JSQPlus
+from baselines.drf import EqualShare
+from baselines.allox_parts import may_fit, slots_per_device
 from hetgym.decisions import Start
 from tests.baselines.test_fast_paths import assert_same_schedule
 
@@ -100,3 +103,100 @@ def test_jsq_plus_matches_plain_rule(name, kw) -> None:
     sc = hetgym.scenarios.get(name, **kw)
     assert_same_schedule(sc, baselines.make("jsq+"), PlainJSQ())
     assert isinstance(baselines.make("jsq+"), JSQPlus)
+
+
+class PlainSJFPlus:
+    """SJF+: repeatedly start the (job, device type with a free machine) pair of least
+    processing time, placing it with ``CapacityModel.place``."""
+
+    round_length = None
+
+    def reset(self, view) -> None:
+        pass
+
+    def decide(self, view) -> list:
+        q = np.asarray(view.queue)
+        cap = view.capacity()
+        free = slots_per_device(view, free=True, cap=cap)
+        if not free.any():
+            return []
+        p = view.durations(q)
+        ok = (np.isfinite(p) & (free > 0)[None, :] & may_fit(view, cap, q, free)).ravel()
+        idx = np.flatnonzero(ok)
+        started = np.zeros(len(q), dtype=bool)
+        out = []
+        for f in idx[np.argsort(p.ravel()[idx], kind="stable")].tolist():
+            k, d = divmod(f, p.shape[1])
+            if started[k] or free[d] <= 0:
+                continue
+            pl = cap.place(int(q[k]), d)
+            if pl is not None:
+                out.append(Start(int(q[k]), d, pl))
+                started[k] = True
+                free[d] -= int(view.workers[q[k]])
+                if not free.any():
+                    break
+        return out
+
+
+@pytest.mark.parametrize("name, kw", SCENARIOS)
+def test_sjf_plus_matches_plain_rule(name, kw) -> None:
+    assert_same_schedule(hetgym.scenarios.get(name, **kw), baselines.make("sjf+"), PlainSJFPlus())
+
+
+class PlainES(EqualShare):
+    """ES with each user's share filled in Python: per device type (most favoured first),
+    the user's jobs shortest first, each placed with ``CapacityModel.place``."""
+
+    def decide(self, view) -> list:
+        q = np.asarray(view.queue)
+        cap = view.capacity()
+        used = np.zeros_like(self.quota)
+        for j in view.running.tolist():
+            if view.device[j] >= 0:
+                used[int(view.user[j]), int(view.device[j])] += int(view.workers[j])
+        out = []
+        for u in sorted(set(np.asarray(view.user)[q].tolist())):
+            arr = q[np.asarray(view.user)[q] == u]
+            dur = view.durations(arr)
+            counts = np.bincount(np.argmin(dur, axis=1), minlength=dur.shape[1])
+            left = np.ones(len(arr), dtype=bool)
+            for d in np.argsort(-counts, kind="stable").tolist():
+                fin = np.flatnonzero(np.isfinite(dur[:, d]))
+                for k in fin[np.argsort(dur[fin, d], kind="stable")].tolist():
+                    w = int(view.workers[arr[k]])
+                    if used[u, d] >= self.quota[u, d]:
+                        break
+                    if not left[k] or not (used[u, d] + w <= self.quota[u, d] or used[u, d] == 0):
+                        continue
+                    left[k] = False
+                    pl = cap.place(int(arr[k]), d)
+                    if pl is not None:
+                        out.append(Start(int(arr[k]), d, pl))
+                        used[u, d] += w
+        return out
+
+
+@pytest.mark.parametrize("name, kw", SCENARIOS)
+def test_es_matches_plain_rule(name, kw) -> None:
+    assert_same_schedule(hetgym.scenarios.get(name, **kw), baselines.make("es"), PlainES())
+
+
+class EveryMachineAlloX(AlloX):
+    """AlloX that solves the matching for every idle machine, also after no waiting job can
+    start on any of them any more (the fast form stops there)."""
+
+    @staticmethod
+    def _any_start(*args) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("name, kw", [
+    ("fitgpp-lab", {"n_jobs": 100}), ("toy-3jobs", {}),
+    pytest.param("allox-hybrid", {}, marks=pytest.mark.slow),
+    pytest.param("hetero-small", {}, marks=pytest.mark.slow)])
+def test_allox_stops_only_where_nothing_can_start(name, kw) -> None:
+    sc = hetgym.scenarios.get(name, **kw)
+    fast, plain = baselines.make("allox"), EveryMachineAlloX()
+    assert_same_schedule(sc, fast, plain)
+    assert fast.solves <= plain.solves

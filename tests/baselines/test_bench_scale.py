@@ -45,3 +45,10 @@ def test_tiny_table(bench, tmp_path, capsys) -> None:
     assert "120 jobs" in text and "| fifo | " in text.split("fitgpp-lab")[-1]
     assert "error" not in text and ">60 s" not in text
     assert not list(tmp_path.glob(".bench_scale.*"))  # no temporary file left behind
+
+
+def test_cpu_clock(bench, capsys) -> None:
+    bench.main(["--sizes", "40", "--fifo-sizes", "", "--schedulers", "fifo", "--loads", "1.2",
+                "--timeout", "60", "--lab", "none", "--clock", "cpu"])
+    text = capsys.readouterr().out
+    assert "CPU time of the process" in text and "| fifo | 1.2 | " in text and "error" not in text

@@ -127,3 +127,12 @@ def test_bad_parameters():
     with pytest.raises(ValueError, match="absent_jobs"):
         Gavel(absent_jobs="maybe")
     assert {f"gavel-{p}" for p in POLICIES} <= set(baselines.names())
+
+
+def test_last_arrival_after_an_idle_spell_is_scheduled():
+    """Round boundaries that pass while nothing runs or waits are no events; the last
+    job arriving after such a spell starts at the next boundary (the run must not
+    stop at its arrival as if a round had changed nothing)."""
+    rows = [(0.0, 1, {"v100": 1.0}, 10.0), (1000.0, 1, {"v100": 1.0}, 10.0)]
+    res = hetgym.simulate(scenario(rows, [("V100", 1, 1)]), baselines.make("gavel-las"))
+    assert not res.stalled and ends(res) == pytest.approx([10.0, 1090.0])

@@ -136,3 +136,28 @@ def test_fifo_defect_completion_counts_held_gpus_free():
     bad = fifo_allocation(prev, [1, 2], T, sf, np.array([2, 2]), NAMES, "base", _Draw(0),
                           defects=True)
     assert bad == {1: 1, 2: 1}  # 3 GPUs given out on 2 V100s
+
+
+def test_g2_interior_point_lies_on_the_optimal_face():
+    """G-2 with ``solution="interior"`` (Gavel's default here): an optimal point of the
+    face (J1 all on K80, J0 on V100 for 5/6 to 1 of its time), not necessarily a vertex."""
+    T = np.array([[4.0, 1.0], [1.0, 2.0]])
+    x = lp.las(T, [1, 1], [1, 1], solution="interior")
+    _base_ok(x, [1, 1], [1, 1])
+    assert x[1] == pytest.approx([0.0, 1.0], abs=1e-6)
+    assert 5 / 6 - 1e-6 <= x[0, 0] <= 1 + 1e-9 and x[0, 1] == pytest.approx(0.0, abs=1e-6)
+    share = (T * x).sum(axis=1) / lp.proportional_throughput(T, [1, 1])
+    assert share.min() == pytest.approx(4 / 3, rel=1e-6)
+    with pytest.raises(ValueError, match="solution"):
+        lp.las(T, [1, 1], [1, 1], solution="center")
+
+
+@pytest.mark.parametrize("solution", lp.SOLUTIONS)
+def test_makespan_and_ftf_both_solutions_feasible(solution):
+    T = np.array([[2.0, 1.0], [1.0, 1.0], [3.0, 0.5]])
+    rem = np.array([3600.0, 1800.0, 7200.0])
+    for x in (lp.min_makespan(T, [1, 1, 1], [1, 1], rem, solution=solution),
+              lp.finish_time_fairness(T, [1, 1, 1], [1, 1], rem, [0, 0, 0], [0, 0, 0],
+                                      solution=solution)):
+        _base_ok(x, [1, 1, 1], [1, 1])
+        assert ((T * x).sum(axis=1) > 0).all()
