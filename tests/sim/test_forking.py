@@ -141,6 +141,21 @@ def test_forking_matches_reference(scenario, flags, sync, rounds, seed):
     assert fast.metrics["energy_kwh"] == pytest.approx(ref.energy_kwh, rel=1e-9, abs=1e-12)
 
 
+@given(scenario=scenarios(cpu_nodes=False, preempt=True, max_jobs=10),
+       flags=st.lists(st.booleans(), min_size=1, max_size=3),
+       coeff=st.sampled_from([0.3, 1.0]), domain=st.sampled_from(["socket", "node"]),
+       seed=st.integers(0, 3))
+@examples(15)
+def test_forking_with_interference_matches_reference(scenario, flags, coeff, domain, seed):
+    """Copies under co-location interference: each copy's rate has its own factor (other
+    copies of the same job are not neighbours), pooled; same run on both simulators."""
+    sc = _forkable(scenario, flags, 5.0).replace(
+        options={"interference_coeff": coeff, "interference_domain": domain})
+    fast, ref = run_both(sc, lambda: ForkingScheduler(round_length=50.0), seed=seed)
+    assert_same(fast, ref, sc)
+    _assert_forking_same(fast, ref)
+
+
 @given(scenario=scenarios(cpu_nodes=False, max_jobs=10),
        flags=st.lists(st.booleans(), min_size=1, max_size=3),
        sync=st.sampled_from([None, 0.0, 7.0]), seed=st.integers(0, 3))
