@@ -44,8 +44,14 @@ from hetgym.traces.philly import packaged_philly_csv
 from hetgym.traces.report import LoadReport
 from hetgym.workload import Workload
 
-__all__ = ["CATEGORIES", "hadar_sim", "hadar_sim_cluster", "hadar_aws", "hadar_aws_cluster",
-           "gang_size"]
+__all__ = [
+    "CATEGORIES",
+    "gang_size",
+    "hadar_aws",
+    "hadar_aws_cluster",
+    "hadar_sim",
+    "hadar_sim_cluster",
+]
 
 #: (lower, upper GPU-hours, job types drawn uniformly) per size class (paper Table II).
 CATEGORIES = (

@@ -211,7 +211,7 @@ class Plan:
 
     def decide(self, view) -> list:
         k = view.now / 360.0
-        return self.plan.get(int(round(k)), []) if abs(k - round(k)) < 1e-9 else []
+        return self.plan.get(round(k), []) if abs(k - round(k)) < 1e-9 else []
 
 
 def test_h4_three_copies_ttd_620():
