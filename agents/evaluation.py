@@ -102,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = evaluate_on_windows(scheds, windows)
     agg = aggregate(runs)
     text = (f"{len(windows)} windows of {env_cfg.n_jobs} jobs ({a.windows} from each {a.scenario} "
-            f"workload, seeds {seeds}); mean ± std over windows (times in s)\n\n"
+            f"workload, seeds {seeds}); mean ± std over windows (times in the unit of each column header)\n\n"
             + format_table(agg) + "\n")
     print(text)
     if a.out:

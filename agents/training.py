@@ -222,7 +222,7 @@ def test_table(out: Path, test_scenarios: Sequence[Scenario], env_config: EnvCon
     names = sorted({sc.name for sc in test_scenarios})
     text = (f"{len(windows)} test windows of {env_config.n_jobs} jobs ({cfg.test_windows} from "
             f"each of the {', '.join(names)} workloads with seeds {list(cfg.test_workload_seeds)}); "
-            f"mean ± std over windows (times in s)\n\n" + format_table(agg) + "\n")
+            f"mean ± std over windows (times in the unit of each column header)\n\n" + format_table(agg) + "\n")
     write_atomic_bytes(text.encode(), out / "comparison.md")
     return agg
 

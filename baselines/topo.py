@@ -38,8 +38,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 
+from baselines.andreas_parts import start_outside_model
 from baselines.topo_parts import SubsetSearch, UtilityModel, best_fit, first_fit
 from hetgym.decisions import Placement, Start
 
@@ -54,15 +54,9 @@ def _start(j: int, n: int, gpus: tuple[int, ...], view: Any, cap: Any) -> Start:
 
 def _fallback_start(view: Any, cap: Any, j: int) -> Start | None:
     """A job no single GPU server can hold (see :func:`_one_server`): the simulator's
-    placement on ``cap``, fastest type first."""
-    speed = np.where(view.holdable[j], view.tput[j], 0.0)
-    for d in np.argsort(-speed, kind="stable").tolist():
-        if speed[d] <= 0:
-            break
-        pl = cap.place(j, d)
-        if pl is not None:
-            return Start(j, d, pl)
-    return None
+    placement on ``cap``, fastest type first (the rule ANDREAS uses for such jobs)."""
+    out = start_outside_model(view, cap, [j])
+    return out[0] if out else None
 
 
 def _one_server(view: Any, j: int) -> bool:

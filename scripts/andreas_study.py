@@ -152,8 +152,8 @@ def armida() -> str:
     import hetgym
 
     sc = hetgym.scenarios.get("andreas-armida", elastic=True)
-    lines = ["\n**andreas-armida** (`elastic=True`; 8 jobs of Table V, inter-arrival 1,200 s, "
-             "RG every 300 s)\n",
+    lines = [("\n**andreas-armida** (`elastic=True`; 8 jobs of Table V, inter-arrival 1,200 s, "
+              "RG every 300 s)\n"),
              "| method | jobs on time | total cost (EUR) | energy (EUR) | makespan (h) | moves+restarts |",
              "|---|---|---|---|---|---|"]
     detail = ""

@@ -99,8 +99,8 @@ def prototype_table(jobs: str) -> str:
     p_span = res["topo-aware-p"][0].metrics["makespan"]
     head = " | ".join(f"J{j} {t} ({w} GPU)" for j, (t, w) in
                       enumerate(zip(fr["job_type"], fr["workers"])))
-    lines = [f"| algorithm | cumulative time (s) | paper (s) | TOPO-AWARE-P speed-up | paper | "
-             f"{head} |", "|---" * (5 + len(fr)) + "|"]
+    lines = [(f"| algorithm | cumulative time (s) | paper (s) | TOPO-AWARE-P speed-up | paper | "
+              f"{head} |"), "|---" * (5 + len(fr)) + "|"]
     for a in (*ALGOS, "pinned"):
         r, rec = res[a]
         span = r.metrics["makespan"]
@@ -184,8 +184,8 @@ def bench(n_jobs: int, n_machines: int, compress: float) -> str:
     sc = hetgym.scenarios.get("topo-sim", n_jobs=n_jobs, n_machines=n_machines, seed=0)
     fr = sc.workload.frame
     sc = sc.replace(workload=hetgym.Workload.from_frame(fr.assign(arrival=fr["arrival"] / compress)))
-    lines = ["| algorithm | decide calls | starts | mean waiting jobs per call | ms per call p50 | "
-             "p99 | max | ms per start (total / starts) | avg wait (s) | SLO violations | run s |",
+    lines = [("| algorithm | decide calls | starts | mean waiting jobs per call | ms per call p50 | "
+              "p99 | max | ms per start (total / starts) | avg wait (s) | SLO violations | run s |"),
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for a in ALGOS:
         tm = Timed(baselines.make(a))
@@ -224,16 +224,16 @@ def main(argv: list[str] | None = None) -> int:
              prototype_table("paper"),
              "### Simulation scenario 1: 100 jobs on 5 Minsky servers", sim_table(args.seeds)]
     if args.large:
-        parts += [f"### Simulation scenario 2: {args.large_jobs} jobs on "
-                  f"{args.large_machines} servers", large_table(args.large_jobs,
-                                                                args.large_machines)]
+        parts += [(f"### Simulation scenario 2: {args.large_jobs} jobs on "
+                   f"{args.large_machines} servers"),
+                  large_table(args.large_jobs, args.large_machines)]
     text = "\n\n".join(parts) + "\n"
     print(text)
     if args.update_docs:
         path = ROOT / "docs" / "topo.md"
         doc = path.read_text()
         new = re.sub(r"(<!-- topo_study:begin -->\n).*?(<!-- topo_study:end -->)",
-                     lambda m: m.group(1) + text + m.group(2), doc, flags=re.S)
+                     lambda m: m.group(1) + text + m.group(2), doc, flags=re.DOTALL)
         if new == doc and "<!-- topo_study:begin -->" not in doc:
             print("docs/topo.md has no topo_study markers", file=sys.stderr)
             return 1

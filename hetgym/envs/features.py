@@ -15,9 +15,12 @@ job k (K x (6 + C))       present (1/0); squash(wait so far, T);
                           best duration) / T), 1 if none;
                           per device c: squash(remaining duration on c, T),
                           -1 if the job cannot run on c
-device c (C x 3)          free fraction; capacity / largest capacity;
+device c (C x 5)          free fraction; capacity / largest capacity;
                           squash(waiting workers whose fastest type is c /
-                          capacity, 1)
+                          capacity, 1); fraction of the type's CPU sockets
+                          whose GPUs are all free (0 for CPU types);
+                          fraction of its sockets with busy GPUs that hold
+                          GPUs of two or more jobs (co-location)
 running r (R x 4)         present; squash(remaining time, T);
                           workers / max workers; preemptions / (limit or 1), capped at 1
 global (4)                squash(queue length, K); squash(running jobs, K);
@@ -54,7 +57,8 @@ class Feature(NamedTuple):
 
 _JOB = [("present", False), ("wait", True), ("best_duration", True), ("workers", False),
         ("te_class", False), ("deadline_slack", False)]
-_DEV = [("free_fraction", False), ("capacity", False), ("pressure", False)]
+_DEV = [("free_fraction", False), ("capacity", False), ("pressure", False),
+        ("free_sockets", False), ("shared_sockets", False)]
 _RUN = [("present", False), ("remaining_time", True), ("workers", False), ("preemptions", False)]
 _GLOBAL = [("queue_length", False), ("running_jobs", False), ("arrived", False), ("done", False)]
 
@@ -100,6 +104,45 @@ def _sq(x, s):
     if x <= 0.0:
         return 0.0
     return x / (x + s)
+
+
+@njit(cache=True)
+def _socket_features_nb(c, nodes, ns):
+    """(fully free sockets, shared busy sockets) as fractions, over the nodes of type ``c``."""
+    n_sock = 0
+    n_free = 0
+    n_busy = 0
+    n_shared = 0
+    for i in range(nodes.dev_start[c], nodes.dev_start[c + 1]):
+        n = nodes.by_dev[i]
+        g_n = nodes.gpus[n]
+        for s in range(nodes.sockets[n]):
+            total = 0
+            busy = 0
+            first = -1
+            shared = False
+            for g in range(g_n):
+                if nodes.socket[n, g] != s:
+                    continue
+                total += 1
+                o = ns.gpu_owner[n, g]
+                if o >= 0:
+                    busy += 1
+                    if first < 0:
+                        first = o
+                    elif o != first:
+                        shared = True
+            if total == 0:
+                continue
+            n_sock += 1
+            if busy == 0:
+                n_free += 1
+            else:
+                n_busy += 1
+                if shared:
+                    n_shared += 1
+    free = n_free / n_sock if n_sock > 0 else 0.0
+    return free, (n_shared / n_busy if n_busy > 0 else 0.0)
 
 
 @njit(cache=True, inline="always")
@@ -150,12 +193,14 @@ def observe_nb(P, S, EP, ES):
         pressure[bc] += jobs.workers[j]
     free_dev = S.node.free_dev
     for c in range(c_n):
-        b = b0 + c * 3
+        b = b0 + c * 5
         cap = EP.cap_dev[c]
         out[b] = free_dev[c] / cap if cap > 0 else 0.0
         out[b + 1] = cap / EP.max_cap
         out[b + 2] = _sq(pressure[c] / max(cap, 1.0), 1.0)
-    b0 += c_n * 3
+        if not P.nodes.dev_is_cpu[c]:
+            out[b + 3], out[b + 4] = _socket_features_nb(c, P.nodes, S.node)
+    b0 += c_n * 5
     lim = float(P.opts.limit) if P.opts.limit >= 0 else 1.0
     for r in range(ES.nwin[1]):
         j = ES.rwin[r]

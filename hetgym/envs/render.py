@@ -39,19 +39,22 @@ def gantt_figure(segments, devices, n_nodes: int, now: float, title: str = ""):
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
+    from hetgym.metrics import time_unit
+
+    unit, size = time_unit(max(now, 1.0))
     fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=80)
     cmap = plt.get_cmap("tab10")
     for job, start, end, dev, node in segments:
-        ax.barh(node, max(end - start, 1e-9), left=start, height=0.8,
+        ax.barh(node, max(end - start, 1e-9) / size, left=start / size, height=0.8,
                 color=cmap(dev % 10 if dev >= 0 else 9), edgecolor="k", linewidth=0.2)
     for i, d in enumerate(devices):
         ax.barh(-10, 0, color=cmap(i % 10), label=d)
     ax.set_ylim(-0.8, max(n_nodes, 1) - 0.2)
-    ax.set_xlim(0, max(now, 1.0))
-    ax.set_xlabel("time (s)")
+    ax.set_xlim(0, max(now, 1.0) / size)
+    ax.set_xlabel(f"time ({unit})")
     ax.set_ylabel("node")
     ax.set_title(title or "job runs (first node of each)")
-    ax.legend(loc="upper right", fontsize=6)
+    ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -60,12 +63,14 @@ def rgb_array(sim: "Simulator") -> np.ndarray:
     """RGB image (H, W, 3) of the Gantt chart of finished runs and current ones."""
     import matplotlib.pyplot as plt
 
+    from hetgym.metrics import format_duration
+
     segs = list(sim.segments)
     for j in sim.running_jobs().tolist():
         segs.append((j, float(sim.js.run_start[j]), sim.now, int(sim.js.device[j]),
                      int(sim.js.worker_node[j, 0])))
     fig = gantt_figure(segs, sim.devices, len(sim.nodes.dev), sim.now,
-                       title=f"t={sim.now:.0f}s  done {sim.n_done}/{sim.n_jobs}")
+                       title=f"t={format_duration(sim.now)}  done {sim.n_done}/{sim.n_jobs}")
     fig.canvas.draw()
     img = np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
     plt.close(fig)

@@ -199,7 +199,7 @@ def test_rg_repeats_with_the_same_seed() -> None:
 
 
 @pytest.mark.parametrize("name", ["andreas-rg", "andreas-fifo", "andreas-edf", "andreas-ps"])
-@pytest.mark.parametrize("scen", ["andreas-armida", "hetero-small"])
+@pytest.mark.parametrize("scen", ["andreas-armida", "hetero-small", "hadar-testbed"])
 def test_invariants_on_scenarios(name: str, scen: str) -> None:
     """Capacity, work and once-only invariants hold after every event (hetero-small has
     multi-node gangs and CPU jobs: outside ANDREAS' model, started by the fallback)."""

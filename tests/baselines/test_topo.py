@@ -267,3 +267,23 @@ def test_grouped_search_equals_naive(postpone: bool) -> None:
     assert runs[0][1] == runs[1][1]
     assert runs[0][0] == runs[1][0]
     assert runs[0][2] > 0  # jobs did wait: the cluster was busy
+
+
+def test_study_prototype_numbers() -> None:
+    """scripts/topo_study.py's prototype table: the numbers docs/topo.md reports."""
+    import sys
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[2] / "scripts"))
+    try:
+        import topo_study
+    finally:
+        sys.path.pop(0)
+    text = topo_study.prototype_table("authors")
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ") for line in text.splitlines()[2:]}
+    assert [rows[k][1] for k in ("FCFS", "BF", "TOPO-AWARE", "TOPO-AWARE-P")] == \
+        ["460.7", "460.7", "460.7", "391.6"]
+    pinned = next(v for k, v in rows.items() if k.startswith("TOPO-AWARE-P, jobs 1, 2"))
+    assert pinned[1] == "349.4"
+    assert "1.00 {0, 1} @124.5" in rows["TOPO-AWARE-P"][8]  # job 3 waits for a packed pair
+    doc = (__import__("pathlib").Path(__file__).resolve().parents[2] / "docs" / "topo.md")
+    assert text in doc.read_text()

@@ -58,3 +58,26 @@ def test_episode_windows_bounds_and_errors():
     assert len(rows) == 7 and np.all(np.diff(rows) == 1) and 0 <= rows[0] <= 43
     with pytest.raises(ValueError, match="n_jobs"):
         EpisodeWindows(5, 0)
+
+
+def test_socket_features_follow_placements() -> None:
+    """free_sockets / shared_sockets of a GPU type: one 4-GPU, 2-socket node, pack placement."""
+    import pandas as pd
+
+    from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
+    from hetgym.envs.hetcluster import HetClusterEnv
+
+    df = pd.DataFrame({"job_id": [0, 1, 2], "arrival": [0.0, 0.0, 0.0], "user": "u",
+                       "job_class": "BE", "workers": 1, "work": [100.0, 200.0, 300.0],
+                       "tput_v100": 1.0, "cpus": 1.0, "mem_gb": 1.0})
+    sc = Scenario(cluster=ClusterSpec(nodes=[NodeSpec(name="v", gpu_type="V100", gpus=4,
+                                                      cpus=16, mem_gb=64, sockets=2)]),
+                  workload=Workload.from_frame(df), options=SimOptions(placement="pack"))
+    env = HetClusterEnv(scenario=sc, n_jobs=None, window=4)
+    idx = {f.name: f.index for f in env.obs_layout if f.block == "device"}
+    obs, _ = env.reset(seed=0)
+    assert (obs[idx["free_sockets"]], obs[idx["shared_sockets"]]) == (1.0, 0.0)
+    obs, *_ = env.step(0)  # job 0 on GPU 0 (socket 0)
+    assert (obs[idx["free_sockets"]], obs[idx["shared_sockets"]]) == (0.5, 0.0)
+    obs, *_ = env.step(0)  # job 1 packed next to it: socket 0 holds two jobs
+    assert (obs[idx["free_sockets"]], obs[idx["shared_sockets"]]) == (0.5, 1.0)

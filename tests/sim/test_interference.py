@@ -139,17 +139,22 @@ def test_pairwise_table() -> None:
         assert res.jobs["end"].tolist() == pytest.approx([10 + 30 - 10 / 1.5, 10.0], rel=1e-12)
 
 
+def _two_spread_and_a_third(cluster: ClusterSpec, third_work: float) -> Scenario:
+    """J1, J2: 2-GPU comm-1 jobs of ideal 100 s at t=0; J3: a 1-GPU job at t=50."""
+    wl = _jobs([{"job_id": 1, "arrival": 0.0, "workers": 2, "work": 100.0, "tput_p100": 0.5},
+                {"job_id": 2, "arrival": 0.0, "workers": 2, "work": 100.0, "tput_p100": 0.5},
+                {"job_id": 3, "arrival": 50.0, "workers": 1, "work": third_work,
+                 "tput_p100": 1.0, "comm": 0.0}])
+    return Scenario(cluster=cluster, workload=wl,
+                    options=SimOptions(restart_delay=0.0, topology_coeff=0.125,
+                                       interference_coeff=0.3))
+
+
 @pytest.mark.parametrize("sim", ["fast", "ref"])
 def test_preemption_and_restart_refresh_neighbours(sim: str) -> None:
     """T-3 with a preemption: J2 is preempted at t=50 (J3 arrives then and takes GPU 1 for
     10 s); J1 speeds up to 0.8 at once, and slows to 0.8/1.3 again when J2 restarts at 60."""
-    wl = _jobs([{"job_id": 1, "arrival": 0.0, "workers": 2, "work": 100.0, "tput_p100": 0.5},
-                {"job_id": 2, "arrival": 0.0, "workers": 2, "work": 100.0, "tput_p100": 0.5},
-                {"job_id": 3, "arrival": 50.0, "workers": 1, "work": 10.0, "tput_p100": 1.0,
-                 "comm": 0.0}])
-    sc = Scenario(cluster=MINSKY, workload=wl,
-                  options=SimOptions(restart_delay=0.0, topology_coeff=0.125,
-                                     interference_coeff=0.3))
+    sc = _two_spread_and_a_third(MINSKY, 10.0)
     res = _run(sim, sc, Fixed({0: [0, 2], 1: [1, 3], 2: [1]}, preempt_at={1: 50.0}))
     slow = 0.8 / 1.3
     j1 = 50 * slow + 10 * 0.8  # done by t=60
@@ -168,13 +173,7 @@ def test_move_refreshes_both_placements(sim: str) -> None:
     cluster = ClusterSpec(nodes=[NodeSpec(name="minsky", count=2, gpu_type="P100", gpus=4,
                                           cpus=16, mem_gb=512, sockets=2,
                                           topology=minsky_topology())])
-    wl = _jobs([{"job_id": 1, "arrival": 0.0, "workers": 2, "work": 100.0, "tput_p100": 0.5},
-                {"job_id": 2, "arrival": 0.0, "workers": 2, "work": 100.0, "tput_p100": 0.5},
-                {"job_id": 3, "arrival": 50.0, "workers": 1, "work": 1.0, "tput_p100": 1.0,
-                 "comm": 0.0}])
-    sc = Scenario(cluster=cluster, workload=wl,
-                  options=SimOptions(restart_delay=0.0, topology_coeff=0.125,
-                                     interference_coeff=0.3))
+    sc = _two_spread_and_a_third(cluster, 1.0)
 
     class Mover(Fixed):
         def decide(self, view):
