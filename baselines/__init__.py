@@ -50,7 +50,7 @@ def _register_optional() -> None:
     import importlib
 
     for mod in ("baselines.allox", "baselines.fitgpp", "baselines.andreas", "baselines.gavel",
-                "baselines.tiresias", "baselines.yarn", "baselines.topo"):
+                "baselines.tiresias", "baselines.yarn", "baselines.topo", "baselines.hadar"):
         try:
             m = importlib.import_module(mod)
         except ModuleNotFoundError as exc:

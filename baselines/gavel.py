@@ -38,9 +38,9 @@ Departures from Gavel's mechanism (each measured or argued in docs/gavel.md):
   not in ``X``: as in Gavel they take GPUs in the walk but are not placed (the GPUs stay
   idle for the round), ``absent_jobs="idle"``. ``absent_jobs="run"`` places them (the
   spec's proposed reading).
-* Gavel forces a reset when a round schedules nothing with all jobs arrived
-  (``_last_reset_time = 0``) and re-plans at once; here the same happens within the
-  boundary's decision.
+* Gavel forces a reset (``_last_reset_time = 0``) when the previous round ran nothing
+  and every job has arrived, and then re-plans without letting time pass; here the
+  re-plan happens at the next boundary.
 * Gavel has GPU workers only. hetgym's CPU nodes are one more worker type whose count
   is the number of worker slots (node cores over ``SimOptions.cpu_slot_cores``, else over
   the median cores per worker of the jobs that can run there); a placement there also
@@ -206,12 +206,9 @@ class Gavel(RoundBased):
             self._tau[new] = self._L / 2.0
             self._deficit[new] = 0.0
             self._need = True
-        ran_nothing = not self._on
+        if not self._on and not (st == FUTURE).any():
+            self._t_reset = 0.0  # Gavel: nothing ran, nothing left to arrive: force a reset
         scheduled = self._plan(view, t)
-        if (not scheduled and ran_nothing and self._known.any()
-                and not (st == FUTURE).any() and self._t_reset != 0.0):
-            self._t_reset = 0.0  # Gavel: nothing runs, nothing to arrive: force a reset
-            scheduled = self._plan(view, t)
         plan = self._place(view, scheduled)
         self._on = {j: k for j, (k, _) in plan.items()}
         self._held0 = held

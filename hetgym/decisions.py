@@ -55,12 +55,15 @@ class Start:
 
     ``device`` is a device key (``"v100"``) or an index into the scenario's
     device types; it may be ``None`` only with an explicit ``placement``
-    (a mixed allocation over several device types).
+    (a mixed allocation over several device types). A list of placements starts
+    *copies* of a ``forkable`` job (forking, docs/semantics.md): one full gang each,
+    on pairwise distinct nodes, progress pooled; a non-forkable job given more than
+    one copy raises :class:`SchedulingError`.
     """
 
     job: int
     device: Union[str, int, None] = None
-    placement: Placement | None = None
+    placement: "Placement | Sequence[Placement] | None" = None
 
 
 @dataclass(frozen=True)
@@ -81,10 +84,13 @@ class Move:
     any grace period do not apply; a grace period under way is cancelled). A move
     to the job's current placement changes nothing (no delay), except that it
     cancels a grace period. ``device`` (optional) asserts the placement's device type.
+    A list of placements moves a ``forkable`` job to that set of copies (see
+    :class:`Start`); with >= 2 copies it waits for the larger of the restart delay and
+    ``fork_sync_delay``.
     """
 
     job: int
-    placement: Placement
+    placement: "Placement | Sequence[Placement]"
     device: Union[str, int, None] = None
 
 

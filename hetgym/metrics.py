@@ -22,6 +22,19 @@ Definitions:
 * ``user_progress_std``: AlloX-style, standard deviation over users of their
   mean progress, a job's progress being best-device duration / jct (in (0, 1]).
 * ``decision_time_p50/p99``: wall-clock milliseconds per ``decide`` call.
+* ``util_gpu``: busy GPU-seconds of all GPU types / (all GPUs x makespan), every copy of
+  a forked job counted (M11).
+* ``cru``: cluster resource utilisation (HadarE §V-C): seconds during which a GPU node
+  holds >= 1 busy GPU, summed over GPU nodes / (GPU nodes x makespan).
+* ``t50_completion``: time (from 0) at which half of the jobs have completed (NaN if
+  fewer did); with every job at t = 0 it is Hadar's "time to complete 50% of jobs".
+* ``jct_min`` / ``jct_max``: range of the finished jobs' JCTs.
+* ``gpu_seconds`` (per job): GPUs held x time over all runs and copies.
+* :func:`gpu_util_series` / :func:`time_fraction_at_least`: busy GPUs over time (Hadar's
+  GPU-utilisation CDF); :meth:`Result.extra` ``["gpu_util_series"]`` holds the series.
+
+The makespan of the utilisation metrics is the end of the run (``= makespan`` when
+every job finished; the truncation time otherwise).
 * ``placement_slowdown`` (per job) = exec_time / best duration (the ideal run: packed,
   topology factor 1, no interference, linear scaling, fastest type); summary
   ``avg_/p95_/max_placement_slowdown`` over finished jobs; ``jct_over_ideal`` = mean of
@@ -41,13 +54,14 @@ import numpy as np
 import pandas as pd
 
 from hetgym.sim.codes import DONE, GRACE, RUNNING
-from hetgym.sim.state import best_durations
+from hetgym.sim.state import CTR_SEG, best_durations
 
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.engine import Simulator
 
 __all__ = ["Result", "job_table", "summarize", "jain_index", "time_unit", "format_duration",
-           "TIME_METRICS", "METRIC_UNITS", "placement_metrics"]
+           "TIME_METRICS", "METRIC_UNITS", "placement_metrics", "gpu_util_series",
+           "time_fraction_at_least", "gpu_seconds"]
 
 
 def jain_index(x: np.ndarray) -> float:
@@ -57,6 +71,94 @@ def jain_index(x: np.ndarray) -> float:
     if len(x) == 0 or not (x**2).sum():
         return 1.0
     return float(x.sum() ** 2 / (len(x) * (x**2).sum()))
+
+
+def _held_gpus_now(sim: "Simulator", jobs: np.ndarray) -> np.ndarray:
+    """GPUs (all copies) held now by each of ``jobs``."""
+    js, jb = sim.js, sim.jobs
+    out = np.zeros(len(jobs), dtype=np.int64)
+    for i, j in enumerate(jobs.tolist()):
+        w = int(jb.workers[j] * js.n_copies[j])
+        out[i] = int((js.worker_gpu[j, :w] >= 0).sum())
+    return out
+
+
+def _runs(sim: "Simulator") -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(job, start, end, GPUs held) of every run: finished segments, then the runs that
+    still hold resources (ending now)."""
+    run = sim.state.run
+    k = int(run.ctr[CTR_SEG])
+    job = run.seg_i[:k, 0]
+    start = run.seg_f[:k, 0]
+    end = run.seg_f[:k, 1]
+    held = sim.segment_gpus
+    cur = np.asarray(sim.running_jobs(), dtype=np.int64)
+    if len(cur):
+        job = np.concatenate([job, cur])
+        start = np.concatenate([start, sim.js.run_start[cur]])
+        end = np.concatenate([end, np.full(len(cur), sim.now)])
+        held = np.concatenate([held, _held_gpus_now(sim, cur)])
+    return job, start, end, held
+
+
+def gpu_seconds(sim: "Simulator") -> np.ndarray:
+    """float64[J]: GPUs held x time per job, all runs and copies (M11)."""
+    job, start, end, held = _runs(sim)
+    return np.bincount(job, weights=held * (end - start), minlength=sim.n_jobs).astype(np.float64)
+
+
+def gpu_util_series(sim: "Simulator") -> list[tuple[float, float, int]]:
+    """Busy GPUs over [0, now] as ``(t_start, t_end, busy GPUs)`` pieces (consecutive,
+    equal neighbours merged), from the run log (every copy counted)."""
+    _, start, end, held = _runs(sim)
+    keep = held > 0
+    t = np.concatenate([start[keep], end[keep]])
+    d = np.concatenate([held[keep], -held[keep]])
+    order = np.argsort(t, kind="stable")
+    t, d = t[order], d[order]
+    out: list[tuple[float, float, int]] = []
+    busy, last = 0, 0.0
+    i = 0
+    n = len(t)
+    while i < n:
+        ti = float(t[i])
+        if ti > last:
+            if out and out[-1][2] == busy and out[-1][1] == last:
+                out[-1] = (out[-1][0], ti, busy)
+            else:
+                out.append((last, ti, busy))
+            last = ti
+        while i < n and t[i] == ti:
+            busy += int(d[i])
+            i += 1
+    if sim.now > last:
+        out.append((last, float(sim.now), busy))
+    return out
+
+
+def time_fraction_at_least(series: list[tuple[float, float, int]], level: float,
+                           total_gpus: int) -> float:
+    """Fraction of the series' time during which utilisation (busy / ``total_gpus``) is at
+    least ``level`` (one point of Hadar Fig. 3's CDF: 1 - CDF(level))."""
+    span = sum(b - a for a, b, _ in series)
+    if span <= 0 or total_gpus <= 0:
+        return float("nan")
+    hit = sum(b - a for a, b, g in series if g / total_gpus >= level - 1e-12)
+    return hit / span
+
+
+def _utilisation(sim: "Simulator", span: float) -> dict[str, float]:
+    """``util_gpu`` and ``cru`` (module docstring)."""
+    nd = sim.nodes
+    gpu_types = [c for c in range(len(sim.devices)) if not nd.dev_is_cpu[c]]
+    total = int(nd.gpus.sum())
+    busy = float(sum(sim.busy_time[c] for c in gpu_types))
+    gnode = nd.gpus > 0
+    _, busy_nodes = node_books(sim)  # a GPU node hosts a worker <=> >= 1 of its GPUs is busy
+    node_time = float(busy_nodes[gnode].sum())
+    n_gnodes = int(gnode.sum())
+    return {"util_gpu": busy / (total * span) if total else 0.0,
+            "cru": node_time / (n_gnodes * span) if n_gnodes else 0.0}
 
 
 def job_table(sim: "Simulator") -> pd.DataFrame:
@@ -99,6 +201,7 @@ def job_table(sim: "Simulator") -> pd.DataFrame:
         "deadline": jb.deadline,
         "tardiness": jb.weight * np.maximum(0.0, np.nan_to_num(end, nan=sim.now) - jb.deadline),
         "finished": done,
+        "gpu_seconds": gpu_seconds(sim),
     })
 
 
@@ -201,6 +304,12 @@ def summarize(sim: "Simulator", jobs: pd.DataFrame | None = None,
     for c, d in enumerate(sim.devices):
         cap = sim.scenario.cluster.capacity(d)
         out[f"util_{d}"] = float(sim.busy_time[c] / (cap * span)) if cap else 0.0
+    out.update(_utilisation(sim, span))
+    ends = np.sort(js.end[done])
+    half = (sim.n_jobs + 1) // 2
+    out["t50_completion"] = float(ends[half - 1]) if sim.n_jobs and len(ends) >= half else nan
+    out["jct_min"] = float(jct.min()) if len(jct) else nan
+    out["jct_max"] = float(jct.max()) if len(jct) else nan
     out["energy_kwh"] = sim.energy_kwh
     out["energy_cost"] = sim.energy_kwh * sim.options.energy_price * sim.options.pue
     end_or_now = np.where(done, js.end, sim.now)
@@ -211,7 +320,8 @@ def summarize(sim: "Simulator", jobs: pd.DataFrame | None = None,
     users = jb.user[done]
     out["jain_fairness"] = jain_index(_group_mean(np.nan_to_num(sd, nan=1.0), users)) if len(jct) else 1.0
     best = best_durations(jb)[done]
-    prog = _group_mean(best / jct, users) if len(jct) else np.zeros(0)
+    ok = np.isfinite(best)  # a job that only a mixed placement holds has no one-type best
+    prog = _group_mean(best[ok] / jct[ok], users[ok]) if ok.any() else np.zeros(0)
     out["user_progress_std"] = float(prog.std()) if len(prog) else 0.0
     dm = np.zeros(0) if decision_ms is None else np.asarray(decision_ms)
     out["decision_time_p50"] = _pct(dm, 50) if len(dm) else 0.0

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from hetgym.metrics import Result, job_table, summarize
+from hetgym.metrics import Result, gpu_util_series, job_table, summarize
 from hetgym.sim.engine import Simulator
 from hetgym.sim.state import ACC_ROUND, ACC_WAKE
 from hetgym.specs import Scenario
@@ -106,4 +106,5 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
             f"t={sim.now:.6g} s: {int(metrics['unfinished_jobs'])} of {sim.n_jobs} jobs "
             "unfinished and no event can start them", StalledRunWarning, stacklevel=2)
     return Result(jobs=jobs, metrics=metrics, segments=list(sim.segments),
-                  devices=list(sim.devices), wall_time=wall, stalled=stalled)
+                  devices=list(sim.devices), wall_time=wall, stalled=stalled,
+                  extra={"gpu_util_series": gpu_util_series(sim)})

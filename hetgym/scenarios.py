@@ -134,7 +134,7 @@ register("synthetic-hybrid", _synthetic)
 register("toy-3jobs", _toy)
 
 _PRESET_MODULES = ("hetgym.traces.presets", "hetgym.presets.allox", "hetgym.presets.fitgpp",
-                   "hetgym.presets.andreas", "hetgym.presets.topo")
+                   "hetgym.presets.andreas", "hetgym.presets.topo", "hetgym.presets.hadar")
 _loaded = False
 
 

@@ -262,6 +262,12 @@ class SimOptions:
             its neighbours of type b (missing pairs count 1) and the coefficient is unused.
         slo_slack: A finished job violates its SLO when its placement slowdown
             (exec_time / ideal run time) exceeds this (metric ``slo_violations``).
+        fork_sync_delay: Seconds without progress for a job holding >= 2 copies (forking,
+            HadarE) when it is started/moved with copies and at every round boundary it keeps
+            them (model consolidation); ``None`` = ``restart_delay``. With a restart delay at
+            the same instant the larger of the two applies, not their sum.
+        max_copies: Most copies a forkable job may hold at once (``None``: the number of GPU
+            nodes when some job is ``forkable``, else 1).
     """
 
     restart_delay: float = 10.0
@@ -284,6 +290,8 @@ class SimOptions:
     interference_domain: str = "socket"
     interference_table: Any = None
     slo_slack: float = 1.05
+    fork_sync_delay: float | None = None
+    max_copies: int | None = None
 
     def __post_init__(self) -> None:
         if self.idle_power not in ("always", "busy_nodes"):
@@ -297,6 +305,10 @@ class SimOptions:
                      "interference_coeff"):
             if getattr(self, name) < 0:
                 raise ValueError(f"SimOptions.{name} must be >= 0, got {getattr(self, name)}")
+        if self.fork_sync_delay is not None and self.fork_sync_delay < 0:
+            raise ValueError(f"SimOptions.fork_sync_delay must be >= 0, got {self.fork_sync_delay}")
+        if self.max_copies is not None and self.max_copies < 1:
+            raise ValueError(f"SimOptions.max_copies must be >= 1, got {self.max_copies}")
         if self.round_length <= 0:
             raise ValueError(f"SimOptions.round_length must be > 0, got {self.round_length}")
         if not 0 < self.scaling_exponent <= 1:

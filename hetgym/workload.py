@@ -219,9 +219,11 @@ class Workload:
         A job fits device type ``d`` when its throughput there is > 0 and the
         cluster's nodes of type ``d`` together hold its ``workers`` (each worker:
         1 GPU, ``cpus`` cores and ``mem_gb`` on a GPU node; a CPU slot and
-        ``mem_gb`` on a CPU node).
+        ``mem_gb`` on a CPU node). A job that no single type holds but whose gang fits
+        over several types where it can run is accepted (a mixed placement can run it;
+        schedulers that use one type per job leave it waiting).
         """
-        from hetgym.sim.state import cluster_nodes, gang_fits
+        from hetgym.sim.state import cluster_nodes, gang_slots
 
         devices = cluster.device_types
         tput = self.tput_matrix(devices)
@@ -231,10 +233,13 @@ class Workload:
         if options.cpu_slot_cores is not None and "cpu" in devices:
             cpus_need[:, devices.index("cpu")] = float(options.cpu_slot_cores)
         nodes = cluster_nodes(cluster)
-        least = fr["min_workers"] if "min_workers" in fr.columns else fr["workers"]
-        holdable = gang_fits(least.to_numpy(dtype=np.int64), cpus_need,
-                             fr["mem_gb"].to_numpy(dtype=np.float64), nodes)
-        fits_any = ((tput > 0) & holdable).any(axis=1)
+        least = (fr["min_workers"] if "min_workers" in fr.columns else fr["workers"]).to_numpy(
+            dtype=np.int64)
+        slots = gang_slots(least, cpus_need, fr["mem_gb"].to_numpy(dtype=np.float64), nodes)
+        # one device type holds the gang, or a mixed gang over the types where it can run
+        # (task-level heterogeneity: Start with an explicit mixed placement)
+        fits_any = ((tput > 0) & (slots >= least[:, None])).any(axis=1) | \
+            (np.where(tput > 0, slots, 0).sum(axis=1) >= least)
         if not fits_any.all():
             i = int(np.flatnonzero(~fits_any)[0])
             row = fr.iloc[i]

@@ -137,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scale", type=float, default=1.0,
                     help="divide every job's steps and arrival time by this (both simulators): "
                          "the same load, shorter runs")
+    ap.add_argument("--fifo-defects", action="store_true",
+                    help="run gavel-fifo with Gavel's base-mode defects (fifo_defects=True)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--gavel-dir", type=Path, default=None)
     ap.add_argument("--gavel-python", default=sys.executable)
@@ -159,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     for pol in args.policies.split(","):
-        res = hetgym.simulate(sc, Gavel(policy=pol, round_length=360), seed=args.seed)
+        extra = {"fifo_defects": True} if pol == "fifo" and args.fifo_defects else {}
+        res = hetgym.simulate(sc, Gavel(policy=pol, round_length=360, **extra), seed=args.seed)
         s = res.summary()
         line = f"| gavel-{pol} | {s['avg_jct']:.1f} | {s['makespan']:.1f} |"
         if trace10:

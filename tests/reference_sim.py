@@ -127,6 +127,8 @@ class RJob:
     n_restart: int = 0
     device: int = -1  # -1 never ran, -2 mixed
     alloc: list = field(default_factory=list)  # [(node, gpu or -1)] of the current run
+    copies: int = 1  # copies of the current/last run (forking); alloc holds them in order
+    gpu_seconds: float = 0.0  # GPUs held x time, every copy counted
 
 
 # ---------------------------------------------------------------------- placement
@@ -352,6 +354,15 @@ class RefSim:
         self.events = 0
         self.decision_points = 0
         self.segments: list[tuple[int, float, float, int]] = []
+        self.segment_gpus: list[int] = []
+        self.fork_sync = (opts.restart_delay if opts.fork_sync_delay is None
+                          else opts.fork_sync_delay)
+        if opts.max_copies is not None:
+            self.max_copies = int(opts.max_copies)
+        elif any(j.forkable for j in self.jobs):
+            self.max_copies = max(1, sum(1 for n in self.nodes if n.gpus > 0))
+        else:
+            self.max_copies = 1
         self.view = RefView(self)
 
     # ---------------------------------------------------------------- events
@@ -408,11 +419,13 @@ class RefSim:
         assert t >= self.now, f"time went back from {self.now} to {t}"
         dt = t - self.now
         if dt > 0:
+            busy_nodes = set()
             for job in self._holding():
                 since = max(self.now, job.resume_at)
                 if t > since:
                     job.remaining -= job.rate * (t - since)
                 self.service[job.user] += len(job.alloc) * dt
+                job.gpu_seconds += sum(1 for _, g in job.alloc if g >= 0) * dt
             for k, p in enumerate(self._node_power()):
                 self.node_energy[k] += p * dt
             for k in self._hosting():
@@ -446,6 +459,13 @@ class RefSim:
             job.status = QUEUED
             self.queue.append(job.index)
             self.next_arrival += 1
+        if self.next_round <= t and self.fork_sync > 0:
+            # round boundary: a job holding >= 2 copies pauses for the consolidation
+            for j in self.running:
+                job = self.jobs[j]
+                if job.copies >= 2 and job.resume_at < t + self.fork_sync:
+                    job.resume_at = t + self.fork_sync
+                    job.finish = job.resume_at + job.remaining / job.rate
         while self.next_round <= t:
             self.next_round += self.round_length
         if self.wakeup <= t:
@@ -497,26 +517,30 @@ class RefSim:
             if alloc is None:
                 raise SchedulingError(f"Start: job {j} does not fit on {self.devices[dev]}")
         else:
-            alloc = list(zip([int(x) for x in placement.nodes], [int(x) for x in placement.gpus]))
-            self._check_explicit(job, alloc)
+            parts = [placement] if isinstance(placement, Placement) else list(placement)
+            alloc = self._check_parts(job, parts)
             devs = {nodes[n].device for n, _ in alloc}
             dev = devs.pop() if len(devs) == 1 else -2
+        delay = self.fork_sync if len(alloc) > job.max_workers else 0.0
         if math.isnan(job.first_start):
             job.first_start = self.now
-            job.resume_at = self.now
+            job.resume_at = self.now + delay
         else:
             job.n_restart += 1
-            job.resume_at = self.now + self.options.restart_delay
+            job.resume_at = self.now + max(self.options.restart_delay, delay)
         self.queue.remove(j)
         self._take(j, alloc, dev)
 
     def _take(self, j: int, alloc: list[tuple[int, int]], dev: int) -> None:
-        """Take the resources of ``alloc`` and run job ``j`` on them (resume_at already set)."""
+        """Take the resources of ``alloc`` (copies in order) and run job ``j`` on them
+        (resume_at already set); the rate is the sum of the copies' rates."""
         job = self.jobs[j]
         nodes = self.nodes
         self._book(job, alloc, +1)
         job.alloc = alloc
-        job.rate = self._rate(j, alloc)
+        # more workers than the largest gang: copies of a (fixed-gang) forkable job
+        job.copies = len(alloc) // job.workers if len(alloc) > job.max_workers else 1
+        job.rate = self._pooled_rate(j, alloc, job.copies)
         job.finish = job.resume_at + job.remaining / job.rate
         job.run_start = self.now
         job.device = dev
@@ -530,6 +554,11 @@ class RefSim:
                         self.options.topology_coeff, self.options.network_distance)
         return base * interference(self, j, alloc)
 
+    def _pooled_rate(self, j: int, alloc: list[tuple[int, int]], copies: int) -> float:
+        """Sum of the rates of ``copies`` equal slices of ``alloc`` (forking)."""
+        w = len(alloc) // copies
+        return sum(self._rate(j, alloc[c * w:(c + 1) * w]) for c in range(copies))
+
     def _refresh(self, alloc: list[tuple[int, int]]) -> None:
         """New rates and finishes of the running jobs holding a GPU on the touched nodes."""
         opts = self.options
@@ -539,34 +568,70 @@ class RefSim:
         for k in self.running:
             job = self.jobs[k]
             if any(n in touched and g >= 0 for n, g in job.alloc):
-                job.rate = self._rate(k, job.alloc)
+                job.rate = self._pooled_rate(k, job.alloc, job.copies)
                 job.finish = max(self.now, job.resume_at) + job.remaining / job.rate
 
-    def move(self, j: int, placement: Placement) -> None:
+    def move(self, j: int, placement: Any) -> None:
         """Re-allocate a running job (or one in its grace period): see ``hetgym.decisions.Move``."""
         j = int(j)
         if not 0 <= j < len(self.jobs) or self.jobs[j].status not in (RUNNING, GRACE):
             raise SchedulingError(f"Move: job {j} is not RUNNING")
         job = self.jobs[j]
-        alloc = list(zip([int(x) for x in placement.nodes], [int(x) for x in placement.gpus]))
+        parts = [placement] if isinstance(placement, Placement) else list(placement)
+        alloc = [(int(n), int(g)) for p in parts for n, g in zip(p.nodes, p.gpus)]
         if sorted(alloc) == sorted(job.alloc):
             job.status = RUNNING
             job.grace_end = math.inf
             return
         self._book(job, job.alloc, -1)  # check against the free resources plus the job's own
         try:
-            self._check_explicit(job, alloc)
+            self._check_parts(job, parts)
         finally:
             self._book(job, job.alloc, +1)  # taken back; the move below releases them for good
         self._lose_since_checkpoint(job)
         self._release(j)
         job.n_restart += 1
-        job.resume_at = self.now + self.options.restart_delay
+        delay = self.fork_sync if len(alloc) > job.max_workers else 0.0
+        job.resume_at = self.now + max(self.options.restart_delay, delay)
         devs = {self.nodes[n].device for n, _ in alloc}
         self._take(j, alloc, devs.pop() if len(devs) == 1 else -2)
 
-    def _check_explicit(self, job: RJob, alloc: list[tuple[int, int]]) -> None:
-        if not job.min_workers <= len(alloc) <= job.max_workers:
+    def _check_parts(self, job: RJob, parts: list) -> list[tuple[int, int]]:
+        """Check a placement or a list of copies against the free resources; returns the
+        workers of all copies in order."""
+        self._check_copies(job, parts)
+        alloc: list[tuple[int, int]] = []
+        for p in parts:
+            part = list(zip([int(x) for x in p.nodes], [int(x) for x in p.gpus]))
+            self._check_explicit(job, alloc + part, len(part) if len(parts) > 1 else None)
+            alloc += part
+        return alloc
+
+    def _check_copies(self, job: RJob, parts: list) -> None:
+        """Copies (forking): >1 only for a forkable job, at most max_copies, each a full
+        gang, no node shared between two copies."""
+        if not parts:
+            raise SchedulingError(f"Start: job {job.index} got an empty list of copies")
+        if len(parts) == 1:
+            return
+        if not job.forkable:
+            raise SchedulingError(f"Start: job {job.index} is not forkable")
+        if len(parts) > self.max_copies:
+            raise SchedulingError(f"Start: job {job.index}: more than max_copies copies")
+        seen: set = set()
+        for p in parts:
+            if len(p) != job.workers:
+                raise SchedulingError(f"Start: a copy of job {job.index} is not a full gang")
+            on = {int(n) for n in p.nodes}
+            if on & seen:
+                raise SchedulingError(f"Start: copies of job {job.index} share a node")
+            seen |= on
+
+    def _check_explicit(self, job: RJob, alloc: list[tuple[int, int]],
+                        gang: int | None = None) -> None:
+        """Check a placement; with ``gang`` (copies), ``alloc`` is the copies so far plus
+        one copy of ``gang`` workers, all checked together against free resources."""
+        if gang is None and not job.min_workers <= len(alloc) <= job.max_workers:
             raise SchedulingError(f"Start: job {job.index} takes {job.min_workers}.."
                                   f"{job.max_workers} workers, placement has {len(alloc)}")
         need_c: dict[int, float] = {}
@@ -625,6 +690,7 @@ class RefSim:
         job = self.jobs[j]
         self._book(job, job.alloc, -1)
         self.segments.append((j, job.run_start, self.now, job.device))
+        self.segment_gpus.append(sum(1 for _, g in job.alloc if g >= 0))
         job.exec_time += self.now - job.run_start
         job.attained += len(job.alloc) * (self.now - job.run_start)
         job.rate = 0.0
@@ -801,7 +867,7 @@ class RefView:
         self.node_idle_w = _ro([n.idle_w for n in sim.nodes], np.float64)
         self.node_gpu_w = _ro([n.gpu_w for n in sim.nodes], np.float64)
         self.dev_is_cpu = _ro([d == "cpu" for d in sim.devices], np.bool_)
-        self._wmax = max(j.max_workers for j in jobs)
+        self._wmax = max(j.max_workers for j in jobs) * sim.max_copies
 
     # dynamic job state
     def _jobs(self, attr: str, dtype: Any) -> np.ndarray:
@@ -815,6 +881,7 @@ class RefView:
     device = property(lambda self: self._jobs("device", np.int64))
     first_start = property(lambda self: self._jobs("first_start", np.float64))
     exec_time = property(lambda self: self._jobs("exec_time", np.float64))
+    n_copies = property(lambda self: self._jobs("copies", np.int64))
     nworkers = property(lambda self: _ro([len(j.alloc) if j.alloc else 0 for j in self._sim.jobs],
                                          np.int64))
     run_start = property(lambda self: self._jobs("run_start", np.float64))
@@ -849,10 +916,11 @@ class RefView:
         return _ro([j for j in sim.running if any(n == node for n, _ in sim.jobs[j].alloc)],
                    np.int64)
 
-    def rate_of(self, job: int, placement: Placement) -> float:
+    def rate_of(self, job: int, placement: Any) -> float:
         sim = self._sim
-        alloc = list(zip([int(x) for x in placement.nodes], [int(x) for x in placement.gpus]))
-        return sim._rate(int(job), alloc)
+        parts = [placement] if isinstance(placement, Placement) else list(placement)
+        return sum(sim._rate(int(job), list(zip([int(x) for x in p.nodes], [int(x) for x in p.gpus])))
+                   for p in parts)
 
     @property
     def node_socket_of_gpu(self) -> np.ndarray:
@@ -995,6 +1063,7 @@ class RefResult:
     service: list[float]
     segments: list[tuple[int, float, float, int]]
     stalled: bool = False
+    segment_gpus: list[int] = field(default_factory=list)
     node_energy: list[float] = field(default_factory=list)
     node_busy: list[float] = field(default_factory=list)
 
@@ -1048,10 +1117,12 @@ def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -
         "exec_time": [j.exec_time + (sim.now - j.run_start if j.status in (RUNNING, GRACE) else 0.0)
                       for j in sim.jobs],
         "finished": [j.status == DONE for j in sim.jobs],
+        "gpu_seconds": [j.gpu_seconds for j in sim.jobs],
     })
     return RefResult(jobs=jobs, energy_kwh=sim.energy_j / 3.6e6, busy_time=dict(sim.busy_time),
                      now=sim.now, decision_points=sim.decision_points, events=sim.events,
                      service=list(sim.service), segments=list(sim.segments),
-                     node_energy=list(sim.node_energy), node_busy=list(sim.node_busy),
+                     segment_gpus=list(sim.segment_gpus), node_busy=list(sim.node_busy),
+                     node_energy=list(sim.node_energy),
                      stalled=not all(j.status == DONE for j in sim.jobs)
                      and sim.now < sim.options.horizon)

@@ -89,3 +89,18 @@ def test_plots_label_time_units_and_legends_are_readable(sweep):
     fig = rep.utilisation_figure(runs, order)
     assert fig.axes[-1].get_xlabel() in ("time (s)", "time (min)", "time (h)", "time (days)")
     assert all(t.get_fontsize() >= 9 for t in fig.axes[0].get_legend().get_texts())
+
+
+@pytest.mark.slow
+def test_hadar_study_tables():
+    """scripts/hadar_study.py: one mix per cluster and a small benchmark, tables well formed."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("hadar_study", ROOT / "scripts" / "hadar_study.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = [mod.run_one((sc, {"mix": "M-3"}, a)) for sc in ("hadar-testbed", "hadar-aws")
+            for a in mod.MIX_ALGOS]
+    text = mod.mix_tables(pd.DataFrame(rows))
+    assert "| M-3 |" in text and "HadarE vs Hadar TTD" in text
+    assert "| 40 |" in mod.bench([40], reps=1)

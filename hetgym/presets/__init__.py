@@ -6,6 +6,8 @@ name               what                                        module
 ``allox-hybrid``   AlloX's simulated hybrid cluster (sec. 5.1)  :mod:`hetgym.presets.allox`
 ``fitgpp-lab``     FitGpp's 84-node lab workload (sec. 4)       :mod:`hetgym.presets.fitgpp`
 ``andreas-sim``    ANDREAS' simulated V100/T4 cluster (V-B)     :mod:`hetgym.presets.andreas`
+``hadar-sim``      Hadar's 60-GPU Philly simulation (sec. IV)  :mod:`hetgym.presets.hadar`
+``hadar-aws``      Hadar's 5-GPU AWS testbed, one mix (VI-A)   :mod:`hetgym.presets.hadar`
 =================  ==========================================  ==========================
 
 Each module registers its scenarios with :func:`hetgym.scenarios.register` on import;

@@ -283,13 +283,58 @@ class Simulator:
                 5: "memory exceeded", 6: "a CPU-node worker has a GPU index",
                 8: "a worker is on a device type where the job's throughput is 0"}
 
+    def copies(self, job: int, placement: Any, what: str = "Start") -> Placement | None:
+        """Resolve a placement or a list of copy placements (forking, M4) into one flat
+        :class:`Placement` (copy c at workers ``[c W, (c + 1) W)``), checking the copy rules:
+        each copy a full gang, copies on pairwise distinct nodes, >1 copy only for a
+        ``forkable`` job and at most ``max_copies``."""
+        if placement is None or isinstance(placement, Placement):
+            return placement
+        parts = list(placement)
+        if not parts:
+            raise SchedulingError(f"{what}: job {job} got an empty list of copy placements")
+        if len(parts) == 1:
+            return parts[0]
+        jb = self.jobs
+        w = int(jb.workers[job])
+        if not jb.forkable[job]:
+            raise SchedulingError(f"{what}: job {job} (job_id={jb.job_id[job]}) is not forkable "
+                                  f"but was given {len(parts)} copies")
+        if jb.min_workers[job] != jb.max_workers[job]:
+            raise SchedulingError(f"{what}: job {job} is elastic (min_workers != max_workers); "
+                                  "only a fixed gang can be forked")
+        limit = int(self.params.opts.max_copies)
+        if len(parts) > limit:
+            raise SchedulingError(f"{what}: job {job} was given {len(parts)} copies; "
+                                  f"max_copies is {limit}")
+        seen: set[int] = set()
+        for c, p in enumerate(parts):
+            if len(p) != w:
+                raise SchedulingError(f"{what}: copy {c} of job {job} has {len(p)} workers, "
+                                      f"the job has {w}")
+            on = set(np.asarray(p.nodes).tolist())
+            if on & seen:
+                raise SchedulingError(f"{what}: copies of job {job} share node(s) "
+                                      f"{sorted(on & seen)}; each copy needs its own nodes")
+            seen |= on
+        return Placement(np.concatenate([np.asarray(p.nodes, dtype=np.int64) for p in parts]),
+                         np.concatenate([np.asarray(p.gpus, dtype=np.int64) for p in parts]))
+
     def _placement_arrays(self, what: str, job: int, device: str | int | None,
-                          placement: Placement) -> tuple[int, np.ndarray, np.ndarray]:
+                          placement: Placement | Sequence[Placement]
+                          ) -> tuple[int, np.ndarray, np.ndarray]:
         """Check an explicit placement's shape (one worker per entry of the job's gang, all on
-        ``device`` if given) and return ``(W, nodes, gpus)`` as the kernels take them."""
+        ``device`` if given) and return ``(W, nodes, gpus)`` as the kernels take them. A list
+        of placements is a forkable job's copies (:meth:`copies`); W is then the gang size
+        times the number of copies."""
         jb = self.jobs
         w = int(jb.workers[job])
         lo, hi = int(jb.min_workers[job]), int(jb.max_workers[job])
+        if not isinstance(placement, Placement):
+            parts = list(placement)
+            placement = self.copies(job, parts, what)
+            if len(parts) > 1:
+                lo = hi = w = len(placement)  # copies checked by copies(): W x copies
         if lo == hi == w and len(placement) != w:
             raise SchedulingError(f"{what}: job {job} has {w} workers, placement has {len(placement)}")
         if not lo <= len(placement) <= hi:
@@ -310,8 +355,9 @@ class Simulator:
         return w, nodes, gpus
 
     def start(self, job: int, device: str | int | None = None,
-              placement: Placement | None = None) -> None:
-        """Start a queued job on ``device`` (default placement) or on ``placement``."""
+              placement: Placement | Sequence[Placement] | None = None) -> None:
+        """Start a queued job on ``device`` (default placement) or on ``placement``
+        (a list of placements = copies of a forkable job, M4)."""
         job = int(job)
         if not 0 <= job < self.n_jobs:
             raise SchedulingError(f"Start: job index {job} out of range 0..{self.n_jobs - 1}")
@@ -342,16 +388,18 @@ class Simulator:
         if code:
             raise SchedulingError(f"Start: placement of job {job} is invalid: {self._REASONS[code]}")
 
-    def move(self, job: int, placement: Placement, device: str | int | None = None) -> None:
+    def move(self, job: int, placement: Placement | Sequence[Placement],
+             device: str | int | None = None) -> None:
         """Re-allocate a running job (or one in its grace period) to ``placement`` at once
-        (see :class:`~hetgym.decisions.Move`)."""
+        (see :class:`~hetgym.decisions.Move`; a list of placements = copies, M4)."""
         job = int(job)
         js = self.js
         if not 0 <= job < self.n_jobs or js.status[job] not in (RUNNING, GRACE):
             st = JobStatus(js.status[job]).name if 0 <= job < self.n_jobs else "out of range"
             raise SchedulingError(f"Move: job {job} is {st}, not RUNNING")
-        if not isinstance(placement, Placement):
-            raise SchedulingError(f"Move: job {job} needs a Placement, got {placement!r}")
+        if not isinstance(placement, (Placement, list, tuple)):
+            raise SchedulingError(f"Move: job {job} needs a Placement or a list of them, "
+                                  f"got {placement!r}")
         w, nodes, gpus = self._placement_arrays("Move", job, device, placement)
         if self.ctr[CTR_SEG] + 1 > self.state.run.seg_i.shape[0]:
             self.grow_segments()
@@ -393,12 +441,18 @@ class Simulator:
         run = self.state.run
         k = run.seg_i.shape[0]
         need = max(2 * k, int(run.ctr[CTR_SEG]) + self.n_running + 16)
-        seg_i = np.zeros((need, 3), dtype=np.int64)
+        seg_i = np.zeros((need, run.seg_i.shape[1]), dtype=np.int64)
         seg_f = np.zeros((need, 2))
         seg_i[:k] = run.seg_i
         seg_f[:k] = run.seg_f
         self.state = self.state._replace(run=run._replace(seg_i=seg_i, seg_f=seg_f))
         self._bind()
+
+    @property
+    def segment_gpus(self) -> np.ndarray:
+        """int64[S]: GPUs held (all copies) by each finished run, in :attr:`segments` order."""
+        run = self.state.run
+        return run.seg_i[: int(run.ctr[CTR_SEG]), 3].copy()
 
     @property
     def segments(self) -> list[tuple[int, float, float, int, int]]:

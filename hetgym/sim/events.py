@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from hetgym.sim.codes import DONE, GRACE, QUEUED, RUNNING
-from hetgym.sim.interference import interfered_rate_nb, refresh_rates_nb
+from hetgym.sim.interference import copies_rate_nb, refresh_rates_nb
 from hetgym.sim.kernels import (
     alloc_nb,
     check_placement_nb,
@@ -115,6 +115,11 @@ def release_nb(job, P, S):
     run.seg_i[k, 0] = job
     run.seg_i[k, 1] = js.device[job]
     run.seg_i[k, 2] = js.worker_node[job, 0]
+    held = 0
+    for i in range(w):
+        if wg[i] >= 0:
+            held += 1
+    run.seg_i[k, 3] = held
     run.seg_f[k, 0] = js.run_start[job]
     run.seg_f[k, 1] = now
     run.ctr[CTR_SEG] = k + 1
@@ -288,6 +293,8 @@ def step_nb(P, S):
         queue_push_nb(run, js.qpos, j)
         ctr[CTR_ARR] += 1
     if P.opts.round_len > 0.0:
+        if acc[ACC_ROUND] <= t and P.opts.max_copies > 1 and P.opts.fork_sync > 0.0:
+            fork_sync_nb(t, P, S)
         while acc[ACC_ROUND] <= t:
             acc[ACC_ROUND] += P.opts.round_len
     if acc[ACC_WAKE] <= t:
@@ -316,17 +323,47 @@ def _check_nb(job, w, wnodes, wgpus, P, S):
 
 
 @njit(cache=True, inline="always")
+def copies_nb(job, w, jobs):
+    """Copies in a placement of ``w`` workers for ``job`` (forking, M4): more workers than
+    the job's largest gang means copies of ``workers`` each (forkable jobs have a fixed
+    gang); otherwise 1."""
+    if w > jobs.max_workers[job]:
+        return w // jobs.workers[job]
+    return 1
+
+
+@njit(cache=True)
+def fork_sync_nb(t, P, S):
+    """Round boundary at ``t``: every job holding >= 2 copies makes no progress for
+    ``fork_sync`` seconds (model consolidation, M4; a pending restart delay overlaps)."""
+    js, run = S.job, S.run
+    sync = P.opts.fork_sync
+    for i in range(run.ctr[CTR_RUN]):
+        j = run.running[i]
+        if js.n_copies[j] >= 2 and js.resume_at[j] < t + sync:
+            js.resume_at[j] = t + sync
+            js.finish[j] = js.resume_at[j] + js.remaining[j] / js.rate[j]
+
+
+@njit(cache=True, inline="always")
 def _occupy_nb(job, w, wnodes, wgpus, dev, P, S):
     """Take a checked placement for ``job`` and run it from now (``resume_at`` set by the
-    caller): resources, power, worker slots, rate, projected finish, running list."""
+    caller): resources, power, worker slots, rate, projected finish, running list.
+    With copies (M4: ``w`` = gang x copies, copy c at ``wnodes[c W:(c + 1) W]``) the rate
+    is the sum of the copies' rates."""
     jobs, nodes, js, run = P.jobs, P.nodes, S.job, S.run
     alloc_nb(job, w, wnodes, wgpus, 1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
     power_busy_nb(w, wnodes, wgpus, 1, jobs.cpus_need[job], nodes, run)
+    for i in range(w, js.nworkers[job]):  # slots the last run had beyond this one (copies)
+        js.worker_node[job, i] = -1
+        js.worker_gpu[job, i] = -1
     for i in range(w):
         js.worker_node[job, i] = wnodes[i]
         js.worker_gpu[job, i] = wgpus[i]
     js.nworkers[job] = w
-    r = interfered_rate_nb(job, w, wnodes, wgpus, P, S.node)
+    k = copies_nb(job, w, jobs)
+    js.n_copies[job] = k
+    r = copies_rate_nb(job, w, k, wnodes, wgpus, P, S.node)
     js.rate[job] = r
     js.finish[job] = js.resume_at[job] + js.remaining[job] / r
     js.run_start[job] = run.acc[ACC_NOW]
@@ -341,6 +378,11 @@ def _occupy_nb(job, w, wnodes, wgpus, dev, P, S):
 def start_nb(job, w, wnodes, wgpus, P, S):
     """Validate a placement and start a queued job on it.
 
+    ``w`` may be the job's gang size times its number of copies (forking, M4): copy c is
+    ``wnodes[c W:(c + 1) W]``; the caller checks that copies are allowed and on distinct
+    nodes. With >= 2 copies the job makes no progress for ``fork_sync`` seconds (or the
+    restart delay if larger).
+
     Returns ``START_OK``, a code 1-6 of :func:`~hetgym.sim.kernels.check_placement_nb`,
     ``START_NOT_QUEUED`` or ``START_TPUT_ZERO`` (a worker on a device type where
     the job's throughput is 0).
@@ -352,12 +394,13 @@ def start_nb(job, w, wnodes, wgpus, P, S):
     if code != START_OK:
         return code
     t = run.acc[ACC_NOW]
+    sync = P.opts.fork_sync if copies_nb(job, w, P.jobs) >= 2 else 0.0
     if np.isnan(js.first_start[job]):
         js.first_start[job] = t
-        js.resume_at[job] = t
+        js.resume_at[job] = t + sync
     else:
         js.n_restart[job] += 1
-        js.resume_at[job] = t + P.opts.restart_delay
+        js.resume_at[job] = t + max(P.opts.restart_delay, sync)
     queue_remove_nb(run, js.qpos, job)
     _occupy_nb(job, w, wnodes, wgpus, dev, P, S)
     return START_OK
@@ -393,6 +436,7 @@ def move_nb(job, w, wnodes, wgpus, P, S):
     (:func:`checkpoint_loss_nb`), and the job runs on the new placement after the
     restart delay: one restart, no preemption, any grace period cancelled. A move
     to the job's current placement only cancels a grace period (no delay, no loss).
+    With copies (M4) the job waits for the larger of the restart delay and ``fork_sync``.
     Returns ``START_OK``, ``START_NOT_RUNNING`` or a placement code of
     :func:`start_nb` (then nothing changed).
     """
@@ -415,7 +459,8 @@ def move_nb(job, w, wnodes, wgpus, P, S):
     checkpoint_loss_nb(job, P, S)
     release_nb(job, P, S)
     js.n_restart[job] += 1
-    js.resume_at[job] = run.acc[ACC_NOW] + P.opts.restart_delay
+    sync = P.opts.fork_sync if copies_nb(job, w, jobs) >= 2 else 0.0
+    js.resume_at[job] = run.acc[ACC_NOW] + max(P.opts.restart_delay, sync)
     _occupy_nb(job, w, wnodes, wgpus, dev, P, S)
     return START_OK
 

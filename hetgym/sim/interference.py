@@ -84,6 +84,18 @@ def interfered_rate_nb(job, w, wnodes, wgpus, P, ns):
 
 
 @njit(cache=True)
+def copies_rate_nb(job, w, k, wnodes, wgpus, P, ns):
+    """Pooled rate of ``k`` copies of ``job`` on ``w`` workers (forking, M4: copy c on
+    ``wnodes[c w / k:(c + 1) w / k]``): the sum of the copies' :func:`interfered_rate_nb`
+    (exactly it when ``k == 1``)."""
+    g = w // k
+    r = interfered_rate_nb(job, g, wnodes[:g], wgpus[:g], P, ns)
+    for c in range(1, k):
+        r += interfered_rate_nb(job, g, wnodes[c * g:(c + 1) * g], wgpus[c * g:(c + 1) * g], P, ns)
+    return r
+
+
+@njit(cache=True)
 def refresh_rates_nb(w, wnodes, P, S):
     """Recompute the rate and projected finish of every running job holding a GPU on one
     of the nodes ``wnodes[:w]`` (no-op when interference is off). ``remaining`` must be
@@ -105,7 +117,8 @@ def refresh_rates_nb(w, wnodes, P, S):
             done[n_done] = k
             n_done += 1
             wk = js.nworkers[k]
-            r = interfered_rate_nb(k, wk, js.worker_node[k, :wk], js.worker_gpu[k, :wk], P, ns)
+            r = copies_rate_nb(k, wk, js.n_copies[k], js.worker_node[k, :wk],
+                               js.worker_gpu[k, :wk], P, ns)
             js.rate[k] = r
             t0 = max(now, js.resume_at[k])
             js.finish[k] = t0 + js.remaining[k] / r

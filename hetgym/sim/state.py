@@ -30,7 +30,7 @@ from hetgym.sim.codes import PlacementPolicy
 
 __all__ = ["NodeArrays", "JobArrays", "Options", "Params", "JobState", "NodeState", "RunState",
            "State", "build_nodes", "build_jobs", "build_params", "new_state", "cut_window",
-           "best_durations", "gang_fits", "node_names", "cluster_nodes", "refill",
+           "best_durations", "gang_fits", "gang_slots", "max_copies", "node_names", "cluster_nodes", "refill",
            "CTR_ARR", "CTR_QHEAD", "CTR_QTAIL", "CTR_Q", "CTR_RUN", "CTR_DONE", "CTR_EV",
            "CTR_ERR", "CTR_SEG", "ACC_NOW", "ACC_ENERGY", "ACC_POWER", "ACC_ROUND", "ACC_WAKE"]
 
@@ -108,6 +108,8 @@ class Options(NamedTuple):
     interf_mode: int        # 0 no interference, 1 coefficient model, 2 pairwise table
     interf_coeff: float
     interf_domain: int      # 0 socket, 1 node
+    fork_sync: float        # no-progress time of a job holding >= 2 copies (M4)
+    max_copies: int         # copies a forkable job may hold (worker slots = Wmax x max_copies)
 
 
 class Params(NamedTuple):
@@ -140,7 +142,8 @@ class JobState(NamedTuple):
     worker_node: np.ndarray  # int64[J, Wmax], -1 padding
     worker_gpu: np.ndarray   # int64[J, Wmax], -1 padding / CPU worker
     attained: np.ndarray     # float64[J], worker-seconds held in finished runs
-    nworkers: np.ndarray     # int64[J], gang size of the current/last run (0 = never ran)
+    nworkers: np.ndarray     # int64[J], workers of the current/last run, all copies (0 = never ran)
+    n_copies: np.ndarray     # int64[J], copies of the current/last run (1 unless forked, M4)
 
 
 class NodeState(NamedTuple):
@@ -163,7 +166,7 @@ class RunState(NamedTuple):
     service: np.ndarray    # float64[U], per-user worker-seconds held
     busy: np.ndarray       # float64[C], busy GPUs / cores per device type now
     busy_time: np.ndarray  # float64[C], integral of busy over time
-    seg_i: np.ndarray      # int64[S, 3], job, device (-2 mixed), first node of each finished run
+    seg_i: np.ndarray      # int64[S, 4], job, device (-2 mixed), first node, GPUs held (all copies)
     seg_f: np.ndarray      # float64[S, 2], start, end of each finished run
     out_done: np.ndarray   # int64[J + 1], jobs completed at the last instant
     out_grace: np.ndarray  # int64[J + 1], jobs whose grace ended at the last instant
@@ -251,6 +254,13 @@ def gang_fits(workers: np.ndarray, cpus_need: np.ndarray, mem: np.ndarray,
     gang fits type c when the per-node worker counts of its nodes add up to
     ``workers[j]``. Throughput is not looked at.
     """
+    return gang_slots(workers, cpus_need, mem, nodes) >= workers[:, None]
+
+
+def gang_slots(workers: np.ndarray, cpus_need: np.ndarray, mem: np.ndarray,
+               nodes: NodeArrays) -> np.ndarray:
+    """``int64[J, C]``: workers of job j that all nodes of type c, free, hold together
+    (the count behind :func:`gang_fits`, capped at 2**30)."""
     j_n, c_n = cpus_need.shape
     tot = np.zeros((j_n, c_n), dtype=np.int64)
     big = 1 << 30
@@ -265,7 +275,7 @@ def gang_fits(workers: np.ndarray, cpus_need: np.ndarray, mem: np.ndarray,
         per = np.where(mem > 0, np.minimum(per, k), per).astype(np.int64)
         per = np.minimum(per, big)
         tot[:, d] += per
-    return tot >= workers[:, None]
+    return np.minimum(tot, big)
 
 
 def build_jobs(scenario: Scenario, rows: np.ndarray | None = None) -> JobArrays:
@@ -406,6 +416,8 @@ def build_params(scenario: Scenario, jobs: JobArrays, round_length: float | None
         policy=int(PlacementPolicy.of(o.placement)),
         limit=-1 if o.max_preemptions is None else int(o.max_preemptions),
         ckpt_work=o.checkpoint_unit == "work",
+        fork_sync=float(o.restart_delay if o.fork_sync_delay is None else o.fork_sync_delay),
+        max_copies=max_copies(o.max_copies, jobs, nodes),
         interf_mode=2 if o.interference_table else (1 if o.interference_coeff > 0 else 0),
         interf_coeff=float(o.interference_coeff),
         interf_domain=0 if o.interference_domain == "socket" else 1)
@@ -417,6 +429,16 @@ def build_params(scenario: Scenario, jobs: JobArrays, round_length: float | None
                   itab=interference_matrix(scenario))
 
 
+def max_copies(option: int | None, jobs: JobArrays, nodes: NodeArrays) -> int:
+    """Copies a forkable job may hold (M4): ``option``, else the number of GPU nodes when
+    some job is forkable, else 1 (so that workloads without forking keep their layout)."""
+    if option is not None:
+        return int(option)
+    if not bool(np.any(jobs.forkable)):
+        return 1
+    return max(1, int(np.count_nonzero(nodes.gpus > 0)))
+
+
 def new_state(params: Params) -> State:
     """Initial state: every job in the future, nothing done, every node free."""
     jobs, nodes = params.jobs, params.nodes
@@ -424,6 +446,7 @@ def new_state(params: Params) -> State:
     n = len(nodes.dev)
     c = len(nodes.dev_is_cpu)
     wmax = int(jobs.max_workers.max())
+    slots = wmax * params.opts.max_copies
     nan = np.full(j, np.nan)
     job = JobState(
         status=np.zeros(j, dtype=np.int64),
@@ -440,10 +463,11 @@ def new_state(params: Params) -> State:
         n_restart=np.zeros(j, dtype=np.int64),
         device=np.full(j, -1, dtype=np.int64),
         qpos=np.full(j, -1, dtype=np.int64),
-        worker_node=np.full((j, wmax), -1, dtype=np.int64),
-        worker_gpu=np.full((j, wmax), -1, dtype=np.int64),
+        worker_node=np.full((j, slots), -1, dtype=np.int64),
+        worker_gpu=np.full((j, slots), -1, dtype=np.int64),
         attained=np.zeros(j),
         nworkers=np.zeros(j, dtype=np.int64),
+        n_copies=np.ones(j, dtype=np.int64),
     )
     free_dev = np.zeros(c)
     for k in range(n):
@@ -467,7 +491,7 @@ def new_state(params: Params) -> State:
         running=np.empty(j + 1, dtype=np.int64),
         service=np.zeros(int(jobs.user.max()) + 1),
         busy=np.zeros(c), busy_time=np.zeros(c),
-        seg_i=np.zeros((2 * j + 16, 3), dtype=np.int64),
+        seg_i=np.zeros((2 * j + 16, 4), dtype=np.int64),
         seg_f=np.zeros((2 * j + 16, 2)),
         out_done=np.empty(j + 1, dtype=np.int64),
         out_grace=np.empty(j + 1, dtype=np.int64),

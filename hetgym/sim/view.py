@@ -8,7 +8,7 @@ simulator's own placement kernel) before proposing them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
@@ -130,8 +130,9 @@ class View:
     ``grace``, ``comm``, ``forkable``, ``job_id``, ``holdable`` (J x C). Dynamic:
     ``status``, ``remaining``, ``rate``, ``n_preempt``, ``n_restart``, ``device``,
     ``first_start``, ``worker_node``, ``worker_gpu``, ``exec_time``, ``nworkers`` (gang size
-    of the current/last run; elastic jobs: ``min_workers``/``max_workers``,
-    ``scale_exp``). Nodes:
+    of the current/last run, all copies; elastic jobs: ``min_workers``/``max_workers``,
+    ``scale_exp``), ``n_copies`` (copies of the current/last run of a forked job, copy c
+    in worker slots ``[c W, (c + 1) W)``; 1 otherwise). Nodes:
     ``node_device``, ``node_gpus``, ``node_cpus``, ``node_mem``, ``node_idle_w`` and
     ``node_gpu_w`` (power model, W), ``node_dist`` (GPU distance matrices, 0-padded),
     ``node_socket_of_gpu`` (-1 padded), ``free_gpus``,
@@ -151,7 +152,7 @@ class View:
             setattr(self, name, _ro(getattr(jb, name)))
         for name in ("status", "remaining", "rate", "n_preempt", "n_restart", "device",
                      "first_start", "worker_node", "worker_gpu", "exec_time", "run_start",
-                     "nworkers"):
+                     "nworkers", "n_copies"):
             setattr(self, name, _ro(getattr(js, name)))
         self.node_device = _ro(nd.dev)
         self.node_gpus = _ro(nd.gpus)
@@ -230,10 +231,13 @@ class View:
         mask = (wn == int(node)) & (np.arange(wn.shape[1])[None, :] < w[:, None])
         return run[mask.any(axis=1)]
 
-    def rate_of(self, job: int, placement: Placement) -> float:
+    def rate_of(self, job: int, placement: Placement | Sequence[Placement]) -> float:
         """Iterations/s that ``job`` would make on ``placement`` (the engine's own rate
         function: slowest worker, scaling, topology, and interference with the jobs
-        holding GPUs now, the job itself left out); 0 if a worker's throughput is 0."""
+        holding GPUs now, the job itself left out); 0 if a worker's throughput is 0.
+        A list of placements = copies of a forked job: the sum of their rates (M4)."""
+        if not isinstance(placement, Placement):
+            return float(sum(self.rate_of(job, p) for p in placement))
         s = self._sim
         n = np.ascontiguousarray(placement.nodes, dtype=np.int64)
         g = np.ascontiguousarray(placement.gpus, dtype=np.int64)
