@@ -373,8 +373,23 @@ def job_types(scenario: Scenario) -> np.ndarray:
     return np.array(sorted(names), dtype=object)
 
 
+_ITAB_CACHE: dict[int, tuple[Scenario, np.ndarray]] = {}
+
+
 def interference_matrix(scenario: Scenario) -> np.ndarray:
-    """``float64[T, T]`` slowdown of a type-a job next to a type-b job (1 where not given)."""
+    """``float64[T, T]`` slowdown of a type-a job next to a type-b job (1 where not given);
+    cached per scenario object (every run and every env reset asks for it)."""
+    hit = _ITAB_CACHE.get(id(scenario))
+    if hit is not None and hit[0] is scenario:
+        return hit[1]
+    if len(_ITAB_CACHE) > 8:
+        _ITAB_CACHE.clear()
+    tab = _interference_matrix(scenario)
+    _ITAB_CACHE[id(scenario)] = (scenario, tab)
+    return tab
+
+
+def _interference_matrix(scenario: Scenario) -> np.ndarray:
     names = job_types(scenario)
     tab = np.ones((max(1, len(names)), max(1, len(names))))
     for (a, b), v in scenario.options.interference_table or ():
