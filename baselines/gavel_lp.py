@@ -31,8 +31,20 @@ max ratio (the problem is quasi-convex), not by cvxpy's ``inv_pos`` program.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import linprog
-from scipy.sparse import csr_matrix, hstack, identity, kron, vstack
+
+
+def _sp():
+    """``scipy.sparse``, imported on first use (keeps ``import baselines`` fast)."""
+    import scipy.sparse
+
+    return scipy.sparse
+
+
+def linprog(*args, **kwargs):
+    """``scipy.optimize.linprog``, imported on first use (SciPy's optimize takes 0.2 s)."""
+    from scipy.optimize import linprog as _linprog
+
+    return _linprog(*args, **kwargs)
 
 __all__ = [
     "agnostic",
@@ -71,11 +83,11 @@ def base_constraints(sf: np.ndarray, n: np.ndarray, extra: int = 0):
     sf = np.asarray(sf, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     m, k = len(sf), len(n)
-    rows = kron(identity(m, format="csr"), csr_matrix(np.ones((1, k))))  # sum_k x_jk <= 1
-    cols = kron(csr_matrix(sf.reshape(1, -1)), identity(k, format="csr"))  # sum_j sf_j x_jk <= n_k
-    a = vstack([rows, cols]).tocsr()
+    rows = _sp().kron(_sp().identity(m, format="csr"), _sp().csr_matrix(np.ones((1, k))))  # sum_k x_jk <= 1
+    cols = _sp().kron(_sp().csr_matrix(sf.reshape(1, -1)), _sp().identity(k, format="csr"))  # sum_j sf_j x_jk <= n_k
+    a = _sp().vstack([rows, cols]).tocsr()
     if extra:
-        a = hstack([a, csr_matrix((a.shape[0], extra))]).tocsr()
+        a = _sp().hstack([a, _sp().csr_matrix((a.shape[0], extra))]).tocsr()
     return a, np.concatenate([np.ones(m), n])
 
 
@@ -107,7 +119,7 @@ def _tie_break(T: np.ndarray, sf: np.ndarray, n: np.ndarray, coef: np.ndarray,
     m, k = T.shape
     extra = a_obj.shape[1] - m * k
     a, b = base_constraints(sf, n, extra)
-    a = vstack([a, a_obj]).tocsr()
+    a = _sp().vstack([a, a_obj]).tocsr()
     b = np.concatenate([b, b_obj])
     c = np.concatenate([-coef.reshape(-1), np.zeros(extra)])
     res = _solve(c, a, b, _bounds(T, [(None, None)] * extra), "tie-break")
@@ -158,9 +170,9 @@ def las(T: np.ndarray, sf: np.ndarray, n: np.ndarray, w: np.ndarray | None = Non
     coef = Tl * (sfl / (w[live] * p[live]))[:, None]
     ml = len(live)
     # variables: x (ml*k), t. Rows: t - sum_k coef_jk x_jk <= 0.
-    fair = hstack([-_block_rows(coef), csr_matrix(np.ones((ml, 1)))]).tocsr()
+    fair = _sp().hstack([-_block_rows(coef), _sp().csr_matrix(np.ones((ml, 1)))]).tocsr()
     a, b = base_constraints(sfl, n, 1)
-    a = vstack([a, fair]).tocsr()
+    a = _sp().vstack([a, fair]).tocsr()
     b = np.concatenate([b, np.zeros(ml)])
     c = np.zeros(ml * k + 1)
     c[-1] = -1.0
@@ -170,8 +182,8 @@ def las(T: np.ndarray, sf: np.ndarray, n: np.ndarray, w: np.ndarray | None = Non
         return x
     t_star = float(res.x[-1])
     # second stage: keep t >= t*(1 - tol), i.e. -t <= -t*(1-tol)
-    fix_t = csr_matrix(([-1.0], ([0], [ml * k])), shape=(1, ml * k + 1))
-    x[live] = _tie_break(Tl, sfl, n, coef, vstack([fair, fix_t]).tocsr(),
+    fix_t = _sp().csr_matrix(([-1.0], ([0], [ml * k])), shape=(1, ml * k + 1))
+    x[live] = _tie_break(Tl, sfl, n, coef, _sp().vstack([fair, fix_t]).tocsr(),
                          np.concatenate([np.zeros(ml), [-t_star * (1 - _TIE_TOL)]]))
     return x
 
@@ -181,7 +193,7 @@ def _block_rows(coef: np.ndarray):
     m, k = coef.shape
     rows = np.repeat(np.arange(m), k)
     cols = np.arange(m * k)
-    return csr_matrix((coef.reshape(-1), (rows, cols)), shape=(m, m * k))
+    return _sp().csr_matrix((coef.reshape(-1), (rows, cols)), shape=(m, m * k))
 
 
 def max_throughput(T: np.ndarray, sf: np.ndarray, n: np.ndarray,
@@ -208,7 +220,7 @@ def _feasible(T: np.ndarray, sf: np.ndarray, n: np.ndarray, need: np.ndarray,
     m, k = T.shape
     a, b = base_constraints(sf, n)
     req = -_block_rows(T)
-    a = vstack([a, req]).tocsr()
+    a = _sp().vstack([a, req]).tocsr()
     b = np.concatenate([b, -need])
     norm = T / np.maximum(need, 1e-300)[:, None]
     c = np.zeros(m * k) if solution == "interior" else -norm.reshape(-1)
