@@ -233,3 +233,14 @@ def test_hadar_matches_reference(scenario, flags, sync, name, realloc):
     assert_same(fast, ref, sc)
     np.testing.assert_allclose(fast.jobs["gpu_seconds"].to_numpy(float),
                                ref.jobs["gpu_seconds"].to_numpy(float), rtol=1e-9, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["gavel-las-perf", "gavel-maxtput", "tiresias", "yarn-cs"])
+def test_h2_gang_that_fits_no_single_type_is_left_unfinished_by_the_baselines(name):
+    """H-2, the baselines' side: J1 (3 workers) fits neither 2 V100s nor 2 K80s alone, and
+    Gavel, Tiresias and YARN-CS place a job on one GPU type only, so it never starts (the
+    run ends stalled, with J1 unfinished), where Hadar's mixed allocation ends it at 1000 s."""
+    with pytest.warns(hetgym.StalledRunWarning):
+        r = hetgym.simulate(_scenario(AB, [J1]), baselines.make(name), check_every_event=True)
+    assert r.stalled and not r.jobs["finished"].iloc[0]
+    assert np.isnan(r.jobs["start"].iloc[0])
