@@ -29,7 +29,6 @@ from gymnasium.vector.utils import batch_space
 from hetgym import scenarios as _scenarios
 from hetgym.decisions import SchedulingError
 from hetgym.envs.fused import (
-    ACT_GROW,
     ACT_INVALID,
     ACT_NOOP,
     finish_row_nb,
@@ -133,19 +132,14 @@ class HetClusterVecEnv(VectorEnv):
                       self._terms, self._term, self._trunc, self._obs, self._mask, self._stat)
 
     def _slow_step(self, i: int, a: int, code: int) -> None:
-        """Finish a step the batch kernel left (segment log growth, errors)."""
+        """Finish a step the batch kernel left (segment log growth, errors) with the sub-env's
+        own :meth:`HetClusterEnv._carry_out`; errors name the sub-env."""
         env = self.envs[i]
-        sim = env.sim
-        if code == ACT_GROW:
-            sim.grow_segments()
-            code = int(env._act(a, *env._args()))
-        if code == ACT_INVALID:
-            env._read_windows()
-            raise SchedulingError(f"env {i}: {env.why_invalid(a)}")
-        if code >= 100:
-            raise SchedulingError(f"env {i}: action {a} could not start its job (code {code - 100})")
+        try:
+            env._carry_out(a, code)
+        except (SchedulingError, InvariantError) as exc:
+            raise type(exc)(f"env {i}: {exc}") from exc
         if code != ACT_NOOP:
-            env._after_decide(code)  # grows the log and goes on; raises on an invariant
             self._stuck[i] = env._stuck
         self._sync(i)
         self._row(i)
@@ -239,8 +233,6 @@ class HetClusterVecEnv(VectorEnv):
                       self._mask, self._stat)
         codes = self._codes
         for i in np.flatnonzero((acts >= 0) & ((codes < 0) | (codes >= ACT_INVALID))).tolist():
-            if codes[i] < 0 and codes[i] != -3:
-                raise InvariantError(f"env {i}: simulator invariant violated (code {codes[i]})")
             self._slow_step(i, int(acts[i]), int(codes[i]))
         for i in pending.tolist():
             self._reset_one(i, None, None)

@@ -256,18 +256,7 @@ class HetClusterEnv(gym.Env):
         a = self._check_action(action)
         self.steps += 1
         invalid = not self._mask[a]
-        code = self._act(a, *self._args())
-        if code == ACT_GROW:  # a preemption needs room in the segment log
-            sim.grow_segments()
-            code = self._act(a, *self._args())
-        if code == ACT_INVALID:
-            raise SchedulingError(self.why_invalid(a))
-        if code >= 100:
-            k, c = divmod(a, self.n_dev)
-            raise SchedulingError(f"action {a}: job {int(self._win[k])} could not start "
-                                  f"on {self.devices[c]} (code {code - 100})")
-        if code != ACT_NOOP:  # a no-op (infeasible, waiting masked): nothing happens
-            self._after_decide(code)
+        self._carry_out(a, int(self._act(a, *self._args())))
         terminated = bool(sim.state.run.ctr[CTR_DONE] == sim.n_jobs)
         truncated = (not terminated) and (self.steps >= self.max_steps or self._stuck)
         terms = self.reward.terms(sim)
@@ -329,6 +318,25 @@ class HetClusterEnv(gym.Env):
         """
         assert self.sim is not None
         self._after_decide(self._decide(bool(force), *self._args()))
+
+    def _carry_out(self, a: int, code: int) -> None:
+        """Finish action ``a`` given the code of :func:`~hetgym.envs.fused.act_nb`: act again
+        after growing the segment log, raise on a refused action or a failed start, and
+        read the decision point reached (a no-op changes nothing). The batched env calls it
+        for the sub-envs whose step its kernel left unfinished."""
+        if code == ACT_GROW:  # a preemption needs room in the segment log
+            self.sim.grow_segments()
+            code = int(self._act(a, *self._args()))
+        if code == ACT_INVALID or code >= 100:
+            self._read_windows()
+        if code == ACT_INVALID:
+            raise SchedulingError(self.why_invalid(a))
+        if code >= 100:
+            k, c = divmod(a, self.n_dev)
+            raise SchedulingError(f"action {a}: job {int(self._win[k])} could not start "
+                                  f"on {self.devices[c]} (code {code - 100})")
+        if code != ACT_NOOP:  # a no-op (infeasible, waiting masked): nothing happens
+            self._after_decide(code)
 
     def _after_decide(self, code: int) -> None:
         sim = self.sim

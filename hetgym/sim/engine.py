@@ -140,11 +140,6 @@ class Simulator:
             e = self._entries[name] = self._binder.entry(getattr(E, name), *lead)
         return e
 
-    def workload_column(self, name: str) -> np.ndarray:
-        """A column of the workload table for the simulated jobs, in job order."""
-        col = self.scenario.workload.frame[name].to_numpy()
-        return col if self.rows is None else col[self.rows]
-
     # ------------------------------------------------------------- counters
     @property
     def ctr(self) -> np.ndarray:

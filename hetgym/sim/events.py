@@ -24,7 +24,6 @@ from hetgym.sim.interference import copies_rate_nb, refresh_rates_nb
 from hetgym.sim.kernels import (
     alloc_nb,
     check_placement_nb,
-    job_rate_nb,
     place_nb,
     queue_push_front_nb,
     queue_push_nb,

@@ -263,19 +263,25 @@ def gang_slots(workers: np.ndarray, cpus_need: np.ndarray, mem: np.ndarray,
     (the count behind :func:`gang_fits`, capped at 2**30)."""
     j_n, c_n = cpus_need.shape
     tot = np.zeros((j_n, c_n), dtype=np.int64)
-    big = 1 << 30
-    safe_mem = np.where(mem > 0, mem, 1.0)
     for n in range(len(nodes.dev)):
-        d = int(nodes.dev[n])
-        per = np.full(j_n, big if nodes.dev_is_cpu[d] else int(nodes.gpus[n]), dtype=np.int64)
-        c = cpus_need[:, d]
-        k = np.floor(nodes.cpus[n] / np.where(c > 0, c, 1.0) + 1e-9)
-        per = np.where(c > 0, np.minimum(per, k), per)
-        k = np.floor(nodes.mem[n] / safe_mem + 1e-9)
-        per = np.where(mem > 0, np.minimum(per, k), per).astype(np.int64)
-        per = np.minimum(per, big)
-        tot[:, d] += per
-    return np.minimum(tot, big)
+        tot[:, int(nodes.dev[n])] += node_slots(n, cpus_need, mem, nodes)
+    return np.minimum(tot, _BIG)
+
+
+_BIG = 1 << 30
+
+
+def node_slots(n: int, cpus_need: np.ndarray, mem: np.ndarray, nodes: NodeArrays) -> np.ndarray:
+    """``int64[J]``: workers of each job that node ``n``, all free, holds (1 GPU each on a
+    GPU node; ``cpus_need[:, type of n]`` cores and ``mem`` GB each; capped at 2**30)."""
+    d = int(nodes.dev[n])
+    per = np.full(len(mem), _BIG if nodes.dev_is_cpu[d] else int(nodes.gpus[n]), dtype=np.int64)
+    c = cpus_need[:, d]
+    k = np.floor(nodes.cpus[n] / np.where(c > 0, c, 1.0) + 1e-9)
+    per = np.where(c > 0, np.minimum(per, k), per)
+    k = np.floor(nodes.mem[n] / np.where(mem > 0, mem, 1.0) + 1e-9)
+    per = np.where(mem > 0, np.minimum(per, k), per).astype(np.int64)
+    return np.minimum(per, _BIG)
 
 
 def build_jobs(scenario: Scenario, rows: np.ndarray | None = None) -> JobArrays:

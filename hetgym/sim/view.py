@@ -183,8 +183,7 @@ class View:
     def job_type_id(self) -> np.ndarray:
         """int64[J]: dense ids of the workload's ``job_type`` column (first appearance order)."""
         if self._type_ids is None:
-            col = self._sim.workload_column("job_type")
-            _, first, inv = np.unique(col, return_index=True, return_inverse=True)
+            _, first, inv = np.unique(self._sim.jobs.itype, return_index=True, return_inverse=True)
             rank = np.empty(len(first), dtype=np.int64)
             rank[np.argsort(first, kind="stable")] = np.arange(len(first))
             self._type_ids = _ro(rank[inv].astype(np.int64))

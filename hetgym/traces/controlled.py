@@ -24,9 +24,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from hetgym.decisions import Placement, Start
+from hetgym.decisions import Start
 from hetgym.sim.codes import DONE
 from hetgym.sim.engine import Simulator
+from hetgym.sim.state import node_slots
 from hetgym.specs import Scenario, SimOptions
 from hetgym.workload import Workload
 
@@ -77,14 +78,8 @@ def _one_node_possible(sim: Simulator, job: int, dev: int) -> bool:
     """Whether some node of type ``dev``, all free, holds the whole gang of ``job``."""
     nd, jb = sim.nodes, sim.jobs
     w = int(jb.workers[job])
-    on = nd.dev == dev
-    ok = on & ((nd.gpus >= w) | bool(nd.dev_is_cpu[dev]))
-    c, m = float(jb.cpus_need[job, dev]), float(jb.mem[job])
-    if c > 0:
-        ok &= np.floor(nd.cpus / c + 1e-9) >= w
-    if m > 0:
-        ok &= np.floor(nd.mem / m + 1e-9) >= w
-    return bool(ok.any())
+    need, mem = jb.cpus_need[job:job + 1], jb.mem[job:job + 1]
+    return any(node_slots(int(n), need, mem, nd)[0] >= w for n in np.flatnonzero(nd.dev == dev))
 
 
 def controlled_arrivals(df: pd.DataFrame, scenario: Scenario, load: float) -> np.ndarray:
