@@ -56,3 +56,4 @@ def __dir__() -> list[str]:
 _register(id="HetCluster-v0", entry_point="hetgym.envs.hetcluster:HetClusterEnv",
           vector_entry_point="hetgym.envs.batched:HetClusterVecEnv")
 _register(id="HetClusterPlacement-v0", entry_point="hetgym.envs.placement:HetClusterPlacementEnv")
+_register(id="HetClusterElastic-v0", entry_point="hetgym.envs.elastic:HetClusterElasticEnv")

@@ -302,6 +302,16 @@ class DecisionEnv(gym.Env):
         out += [Feature(len(out) + i, "global", 0, n, False) for i, n in enumerate(self.GLOBAL_FEATURES)]
         return out
 
+    def time_features(self, j: int) -> tuple[float, float, float]:
+        """Of job ``j``: squash(time since arrival, T); squash(best remaining duration over
+        the device types, T); deadline slack tanh((deadline - now) / T), 1 if none."""
+        v, T = self.sim.view, self.time_scale
+        best = float(np.min(v.durations(np.asarray([j]), remaining=True)))
+        dl = v.deadline[j]
+        slack = 1.0 if not np.isfinite(dl) else float(np.tanh((dl - v.now) / T))
+        return (float(squash(v.now - v.arrival[j], T)),
+                float(squash(best, T)) if np.isfinite(best) else 1.0, slack)
+
     def global_features(self) -> list[float]:
         """``GLOBAL_FEATURES``: squash(queue length, K); squash(running jobs, K); arrived and
         done fractions; squash(now, T)."""
@@ -344,10 +354,19 @@ class SchedulerAgent:
     decisions one at a time (:meth:`DecisionEnv.encode`, against the state the earlier
     ones left), then asks for its wake-up (``next_wakeup``) and takes ``done``: the run of
     :func:`hetgym.simulate`. Use ``env.reset(seed=..., options=agent.reset_options())``.
+
+    Args:
+        scheduler: Anything with ``reset(view)`` / ``decide(view)`` (``next_wakeup`` optional).
+        strict: Raise :class:`~hetgym.decisions.SchedulingError` for a decision the env
+            cannot express (job outside the window, no such candidate); with False it is
+            skipped and counted in :attr:`skipped` (the run then differs from
+            :func:`hetgym.simulate`'s: behaviour cloning with a small window).
     """
 
-    def __init__(self, scheduler: Any) -> None:
+    def __init__(self, scheduler: Any, strict: bool = True) -> None:
         self.scheduler = scheduler
+        self.strict = bool(strict)
+        self.skipped = 0
         self._point = -1
         self._todo: list[Decision] = []
 
@@ -376,7 +395,12 @@ class SchedulerAgent:
             d = self._todo.pop(0)
             if type(d).__name__ == "Wait":
                 continue
-            return env.encode(d)
+            try:
+                return env.encode(d)
+            except SchedulingError:
+                if self.strict:
+                    raise
+                self.skipped += 1
         self._wake(env.sim.view)
         return env.done_action
 

@@ -12,7 +12,9 @@ from agents.bc import BCConfig, DecisionEnvConfig, collect, pretrain
 from hetgym import scenarios
 
 #: env id, scenario, teacher, small env kwargs
-CASES = [("HetClusterPlacement-v0", "topo-sim", "topo-aware", {"n_jobs": 16, "window": 4})]
+CASES = [("HetClusterPlacement-v0", "topo-sim", "topo-aware", {"n_jobs": 16, "window": 4}),
+         ("HetClusterElastic-v0", "andreas-sim", "andreas-rg",
+          {"n_jobs": 16, "window": 4, "run_window": 4})]
 
 
 @pytest.mark.parametrize("env_id,scenario,teacher,kw", CASES)
@@ -38,7 +40,7 @@ def test_behaviour_cloning_from_the_paper_scheduler(env_id, scenario, teacher, k
     n = len(data["action"])
     assert data["obs"].shape[0] == n == len(data["ret"]) and n > 10
     assert data["mask"][np.arange(n), data["action"]].all()
-    done = env_id and gym.make(env_id, scenario=sc, **kw).unwrapped.done_action
+    done = gym.make(env_id, scenario=sc, **kw).unwrapped.done_action
     assert (data["action"] != done).any() and (data["action"] == done).any()
     env = gym.make(env_id, scenario=sc, **kw)
     model = MaskablePPO("MlpPolicy", env, n_steps=64, batch_size=32, seed=0,
@@ -48,3 +50,4 @@ def test_behaviour_cloning_from_the_paper_scheduler(env_id, scenario, teacher, k
     # better than a uniform choice among the feasible actions
     chance = float(np.mean(1.0 / data["mask"].sum(axis=1)))
     assert stats["accuracy"] > chance + 0.1, (stats, chance)
+    print(env_id, teacher, {k: stats[k] for k in ("samples", "accuracy")}, "chance", round(chance, 3))

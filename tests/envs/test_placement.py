@@ -9,7 +9,7 @@ from gymnasium.utils.env_checker import check_env
 
 import hetgym  # noqa: F401  (registers the ids)
 from hetgym.decisions import Placement, SchedulingError, Start
-from tests.envs.decision_helpers import assert_exact
+from tests.envs.decision_helpers import assert_exact, random_rollout
 
 ID = "HetClusterPlacement-v0"
 
@@ -33,24 +33,12 @@ def test_check_env_and_spaces():
     assert len(u.obs_layout) == env.observation_space.shape[0]
 
 
-def _rollout(seed, policy_seed=0, n=200):
-    env = gym.make(ID, scenario="topo-sim", n_jobs=24, window=4)
-    rng = np.random.default_rng(policy_seed)
-    obs, _ = env.reset(seed=seed)
-    out = [obs]
-    for _ in range(n):
-        a = int(rng.choice(np.flatnonzero(env.unwrapped.action_masks())))
-        obs, r, term, trunc, info = env.step(a)
-        out.append(np.append(obs, r))
-        if term or trunc:
-            assert "episode_metrics" in info
-            obs, _ = env.reset()
-    return np.concatenate(out)
-
-
 def test_seeding_is_deterministic():
-    np.testing.assert_array_equal(_rollout(5), _rollout(5))
-    assert not np.array_equal(_rollout(5), _rollout(6))
+    def roll(seed):
+        return random_rollout(ID, "topo-sim", seed, n_jobs=24, window=4)
+
+    np.testing.assert_array_equal(roll(5), roll(5))
+    assert not np.array_equal(roll(5), roll(6))
 
 
 def test_candidates_are_free_gpu_sets_of_one_server():
