@@ -57,3 +57,4 @@ _register(id="HetCluster-v0", entry_point="hetgym.envs.hetcluster:HetClusterEnv"
           vector_entry_point="hetgym.envs.batched:HetClusterVecEnv")
 _register(id="HetClusterPlacement-v0", entry_point="hetgym.envs.placement:HetClusterPlacementEnv")
 _register(id="HetClusterElastic-v0", entry_point="hetgym.envs.elastic:HetClusterElasticEnv")
+_register(id="HetClusterRounds-v0", entry_point="hetgym.envs.rounds:HetClusterRoundsEnv")
