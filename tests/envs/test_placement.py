@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import gymnasium as gym
 import numpy as np
+import pandas as pd
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-import hetgym  # noqa: F401  (registers the ids)
+import hetgym
 from hetgym.decisions import Placement, SchedulingError, Start
 from tests.envs.decision_helpers import assert_exact, random_rollout
 
@@ -91,3 +92,48 @@ def test_a_start_takes_no_time_and_done_advances():
     assert u.sim.now == t0 and info["queued"] == q0 - 1 and r == 0.0
     _, r, _, _, info = env.step(u.done_action)
     assert u.sim.now > t0 and r < 0
+
+
+class _Ticker:
+    """Starts waiting jobs (first fit, FIFO) only at its own wake-ups, every 500 s: a
+    scheduler whose decision points are wake-ups (``next_wakeup``) and events."""
+
+    def reset(self, view):
+        self.calls = 0
+
+    def decide(self, view):
+        self.calls += 1
+        if view.now % 500.0:
+            return []
+        from baselines.topo_parts import first_fit
+
+        cap, out = view.capacity(), []
+        for j in view.queue.tolist():
+            hit = first_fit(view, cap, j)
+            if hit is None:
+                break
+            n, gpus = hit
+            pl = Placement.of([n] * len(gpus), list(gpus))
+            cap.take(j, pl.nodes, pl.gpus)
+            out.append(Start(j, int(view.node_device[n]), pl))
+        return out
+
+    def next_wakeup(self, view):
+        return (view.now // 500.0 + 1) * 500.0
+
+
+def test_wakeups_are_honoured_as_in_simulate():
+    """A scheduler that acts only at its wake-ups gives its hetgym.simulate run through
+    the env (wake-ups asked at reset and after every decision point)."""
+    from hetgym.envs.decision_base import SchedulerAgent, play
+    from hetgym.metrics import job_table
+
+    env = gym.make(ID, scenario="topo-sim", n_jobs=None, window=100)
+    sched = _Ticker()
+    _, info = play(env, SchedulerAgent(sched), seed=0)
+    calls = sched.calls
+    ref = _Ticker()
+    res = hetgym.simulate(env.unwrapped.scenario, ref, seed=env.unwrapped.sim.seed)
+    assert info["done"] == 100 and ref.calls == calls
+    pd.testing.assert_frame_equal(job_table(env.unwrapped.sim), res.jobs)
+    assert (res.jobs["start"] % 500.0 == 0).all()  # every start at a wake-up
