@@ -45,3 +45,15 @@ def test_skip_forced_keeps_the_run_of_a_stateless_scheduler():
         runs.append((len(steps), job_table(env.unwrapped.sim)))
     assert runs[1][0] < runs[0][0]  # fewer steps
     pd.testing.assert_frame_equal(runs[0][1], runs[1][1])
+
+
+@pytest.mark.parametrize("env_id,name,skw,kw", CASES, ids=[c[0] for c in CASES])
+def test_make_vec_gives_gymnasiums_sync_vectorisation(env_id, name, skw, kw):
+    """No vector_entry_point yet: gym.make_vec runs N copies (SyncVectorEnv); masks by call."""
+    v = gym.make_vec(env_id, num_envs=2, scenario=scenarios.get(name, **skw), n_jobs=8, **kw)
+    obs, info = v.reset(seed=0)
+    assert obs.shape == (2,) + v.single_observation_space.shape
+    masks = np.stack(v.call("action_masks"))
+    np.testing.assert_array_equal(masks, info["action_mask"])
+    _, r, _, _, _ = v.step(np.array([np.flatnonzero(m)[0] for m in masks]))
+    assert r.shape == (2,)
