@@ -1,7 +1,9 @@
 """Fused Numba paths of the simulator over the typed state: one call per event instant, per start.
 
 Every kernel takes ``P`` (:class:`~hetgym.sim.state.Params`) and ``S``
-(:class:`~hetgym.sim.state.State`) whole. ``step_nb`` processes every event of
+(:class:`~hetgym.sim.state.State`) whole, as the simulator passes them: their
+structref mirrors (:mod:`hetgym.sim.mirror`; the NamedTuples work too, at a cost in
+reference counting and compile time). ``step_nb`` processes every event of
 the next instant (completions, grace ends, arrivals, round boundary) and is the
 one step function that both :func:`hetgym.simulate` and ``HetCluster-v0`` drive;
 ``start_nb`` / ``place_start_nb`` validate and start a job; ``move_nb``

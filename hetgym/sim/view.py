@@ -246,7 +246,7 @@ class View:
         nd = s.nodes
         if n.min() < 0 or n.max() >= len(nd.dev) or (g >= nd.gpus[n]).any() or (g < -1).any():
             raise ValueError(f"rate_of: placement of job {job} names a node or GPU out of range")
-        return float(interfered_rate_nb(int(job), len(n), n, g, s.params, s.ns))
+        return float(interfered_rate_nb(int(job), len(n), n, g, s.kP, s.ns))
 
     @property
     def pref(self) -> np.ndarray:
@@ -279,7 +279,7 @@ class View:
             self._adm = (np.empty(m, np.int64), np.empty(m, np.int64), np.empty((m, w), np.int64),
                          np.empty((m, w), np.int64))
         a_job, a_dev, a_nodes, a_gpus = self._adm
-        args = (order, pref, bool(blocking), int(cap.policy), s.params, cap.ns, s.state.run.scr_i,
+        args = (order, pref, bool(blocking), int(cap.policy), s.kP, cap.ns, s.state.run.scr_i,
                 a_job, a_dev, a_nodes, a_gpus)
         if pref is self._pref and type(cap) is CapacityModel:
             # the common case: every argument has the types of the first call (order is an
