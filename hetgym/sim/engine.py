@@ -140,7 +140,7 @@ class Simulator:
         if e is None:
             run = self.state.run
             placed = (0, 1, run.out_node, run.out_gpu)
-            lead = {"step_nb": (), "start_nb": placed, "move_nb": placed,
+            lead = {"step_nb": (), "start_nb": placed + (0,), "move_nb": placed,
                     "place_start_nb": (0, 0), "preempt_nb": (0,)}[name]
             e = self._entries[name] = self._binder.entry(getattr(E, name), *lead)
         return e
@@ -215,7 +215,7 @@ class Simulator:
         """The waiting jobs in queue order (a view into the queue buffer, valid until the
         simulator moves on): arrival order, suspended jobs at the head."""
         run = self.state.run
-        K.queue_compact_nb(run, self.js.qpos)
+        K.queue_compact_nb(self.kernel_state.run, self.js.qpos)
         h = int(run.ctr[CTR_QHEAD])
         return run.queue[h: h + int(run.ctr[CTR_Q])]
 
@@ -321,7 +321,7 @@ class Simulator:
                          np.concatenate([np.asarray(p.gpus, dtype=np.int64) for p in parts]))
 
     def _placement_arrays(self, what: str, job: int, device: str | int | None,
-                          placement: Placement | Sequence[Placement]
+                          placement: Placement | Sequence[Placement], check_device: bool = True
                           ) -> tuple[int, np.ndarray, np.ndarray]:
         """Check an explicit placement's shape (one worker per entry of the job's gang, all on
         ``device`` if given) and return ``(W, nodes, gpus)`` as the kernels take them. A list
@@ -343,16 +343,20 @@ class Simulator:
         w = len(placement)
         nodes = np.ascontiguousarray(placement.nodes, dtype=np.int64)
         gpus = np.ascontiguousarray(placement.gpus, dtype=np.int64)
-        if device is not None:
-            dev = self.device_index(device)
-            nd = self.nodes
-            inside = w == 0 or (nodes.min() >= 0 and nodes.max() < len(nd.dev))
-            if inside and not (nd.dev[nodes] == dev).all():
-                on = set(nd.dev[nodes].tolist())
-                raise SchedulingError(
-                    f"{what}: job {job} asks for {self.devices[dev]} but its placement is on "
-                    f"{sorted(self.devices[d] for d in on)} (give device=None for a mixed allocation)")
+        if device is not None and check_device:
+            self._check_device(what, job, self.device_index(device), nodes)
         return w, nodes, gpus
+
+    def _check_device(self, what: str, job: int, dev: int, nodes: np.ndarray) -> None:
+        """Raise if a placement whose nodes are all in range is not all on device type ``dev``
+        (:func:`~hetgym.sim.events.start_nb` makes the same test for ``Start``)."""
+        nd = self.nodes
+        inside = len(nodes) == 0 or (nodes.min() >= 0 and nodes.max() < len(nd.dev))
+        if inside and not (nd.dev[nodes] == dev).all():
+            on = set(nd.dev[nodes].tolist())
+            raise SchedulingError(
+                f"{what}: job {job} asks for {self.devices[dev]} but its placement is on "
+                f"{sorted(self.devices[d] for d in on)} (give device=None for a mixed allocation)")
 
     def start(self, job: int, device: str | int | None = None,
               placement: Placement | Sequence[Placement] | None = None) -> None:
@@ -383,8 +387,11 @@ class Simulator:
             if code:
                 raise SchedulingError(f"Start: job {job} could not start: {self._REASONS[code]}")
             return
-        w, nodes, gpus = self._placement_arrays("Start", job, device, placement)
-        code = self._kernel("start_nb")(job, w, nodes, gpus, self.kP, self.kS)
+        w, nodes, gpus = self._placement_arrays("Start", job, device, placement, False)
+        want = -1 if device is None else self.device_index(device)
+        code = self._kernel("start_nb")(job, w, nodes, gpus, want, self.kP, self.kS)
+        if code == E.START_WRONG_DEVICE:
+            self._check_device("Start", job, want, nodes)
         if code:
             raise SchedulingError(f"Start: placement of job {job} is invalid: {self._REASONS[code]}")
 

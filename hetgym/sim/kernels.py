@@ -218,7 +218,7 @@ def place_nb(dev, w, cpus, mem, policy, nodes, ns, scr_i, out_node, out_gpu):
                         left -= 1
                         if left == 0:
                             break
-    c = 0
+    c = m - m  # 0, typed int64: a literal 0 would compile _pick_gpus_nb a second time
     for i in range(m):
         k = take[i]
         if k == 0:

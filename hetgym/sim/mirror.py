@@ -90,6 +90,9 @@ class Mirror(NamedTuple):
     S: Any      # StateK
     nodes: Any  # NodeArraysK (= P.nodes)
     ns: Any     # NodeStateK (= S.node)
+    run: Any    # RunStateK (= S.run)
+    jobs: Any   # JobArraysK (= P.jobs)
+    js: Any     # JobStateK (= S.job)
 
 
 @njit(cache=True)
@@ -98,8 +101,10 @@ def _mirror_nb(P, S):
     nodes = NodeArraysK(*P.nodes)
     kp = ParamsK(jobs, nodes, OptionsK(*P.opts), *P[3:])
     ns = NodeStateK(*S.node)
-    ks = StateK(JobStateK(*S.job), ns, RunStateK(*S.run), *S[3:])
-    return kp, ks, nodes, ns
+    run = RunStateK(*S.run)
+    js = JobStateK(*S.job)
+    ks = StateK(js, ns, run, *S[3:])
+    return kp, ks, nodes, ns, run, jobs, js
 
 
 def mirror(params: Params, state: State) -> Mirror:
