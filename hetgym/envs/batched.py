@@ -163,9 +163,8 @@ class HetClusterVecEnv(VectorEnv):
         """Truncation charge and ``episode_metrics`` of sub-env ``i`` (whose episode ended)."""
         env = self.envs[i]
         if self._trunc[i]:
-            terms = dict(zip(TERMS, self._terms[i].tolist()))
-            charge = env.reward.truncation_charge(env.sim)
-            terms = {k: v + charge[k] for k, v in terms.items()}
+            terms = env.reward.with_truncation_charge(
+                env.sim, dict(zip(TERMS, self._terms[i].tolist())))  # the kernel's step terms
             self._terms[i] = [terms[k] for k in TERMS]
             self._rew[i] = env.reward.combine(terms)
         return summarize(env.sim)
