@@ -31,6 +31,7 @@ from gymnasium import spaces
 
 from hetgym import scenarios as _scenarios
 from hetgym.decisions import Decision, SchedulingError
+from hetgym.envs.candidates import single_server
 from hetgym.envs.features import Feature
 from hetgym.envs.fused import accrue_step_nb
 from hetgym.envs.reward import RewardTracker
@@ -140,6 +141,7 @@ class DecisionEnv(gym.Env):
         self.sim = sim = Simulator(self.scenario, seed=sim_seed, round_length=self.round_length,
                                    rows=rows)
         self._inv_best = self.reward.reset(sim)
+        self._single: dict[tuple[int, int], bool] = {}  # one_server's answers this episode
         self.steps = 0
         self.point = 0  # decision points reached (sim.decision_points counts them too)
         on_start = (options or {}).get("on_start")
@@ -191,6 +193,14 @@ class DecisionEnv(gym.Env):
     def encode_actions(self, decision: Decision) -> list[int]:
         """The actions that carry out ``decision`` now, in order (here one: :meth:`encode`)."""
         return [self.encode(decision)]
+
+    def one_server(self, j: int, w: int) -> bool:
+        """Whether some GPU server where job ``j`` runs holds ``w`` of its workers when empty
+        (:func:`~hetgym.envs.candidates.single_server`; cached for the episode)."""
+        hit = self._single.get((j, w))
+        if hit is None:
+            hit = self._single[(j, w)] = single_server(self.sim.view, j, w)
+        return hit
 
     def set_wakeup(self, t: float | None) -> None:
         """Ask for a decision point at time ``t`` (as a scheduler's ``next_wakeup``); call it

@@ -14,7 +14,6 @@ from hetgym.envs.candidates import (
     default_starts,
     holds_gang,
     own_on_nodes,
-    single_server,
 )
 from hetgym.envs.decision_base import DecisionEnv, squash
 from hetgym.envs.features import SCALE
@@ -126,12 +125,6 @@ class HetClusterElasticEnv(DecisionEnv):
                          skip_forced)
         self._gmax = max(1, max(spec.gpus for spec in sc.cluster.nodes))
 
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
-        """See :meth:`DecisionEnv.reset`."""
-        self._single: dict[int, bool] = {}
-        return super().reset(seed=seed, options=options)
-
     # ------------------------------------------------------------------ codec
     def slot_jobs(self) -> list[int]:
         """The first K waiting jobs, then the first R jobs holding resources."""
@@ -140,10 +133,8 @@ class HetClusterElasticEnv(DecisionEnv):
                 + sim.running_jobs()[: self.run_window].tolist())
 
     def _one_server(self, j: int) -> bool:
-        hit = self._single.get(j)
-        if hit is None:
-            hit = self._single[j] = single_server(self.sim.view, j, int(self.sim.jobs.min_workers[j]))
-        return hit
+        """Whether some GPU server where job ``j`` runs holds ``min_workers`` of it when empty."""
+        return self.one_server(j, int(self.sim.jobs.min_workers[j]))
 
     def _configs(self, j: int, gpus: np.ndarray, cpus: np.ndarray, mem: np.ndarray
                  ) -> list[tuple[int, int]]:

@@ -16,7 +16,6 @@ from hetgym.envs.candidates import (
     default_starts,
     holds_gang,
     placement_key,
-    single_server,
 )
 from hetgym.envs.decision_base import DecisionEnv, squash
 from hetgym.envs.features import SCALE
@@ -118,28 +117,19 @@ class HetClusterPlacementEnv(DecisionEnv):
                          invalid_action, reward_scale, max_steps, render_mode, time_scale,
                          skip_forced)
 
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
-        """See :meth:`DecisionEnv.reset`."""
-        self._single: dict[int, bool] = {}
-        return super().reset(seed=seed, options=options)
-
     # ------------------------------------------------------------------ codec
     def slot_jobs(self) -> list[int]:
         """The first ``window`` waiting jobs in queue order."""
         return self.sim.queued()[: self.window].tolist()
 
-    def one_server(self, j: int) -> bool:
+    def _one_server(self, j: int) -> bool:
         """Whether some GPU server where job ``j`` runs holds its whole gang when empty."""
-        hit = self._single.get(j)
-        if hit is None:
-            hit = self._single[j] = single_server(self.sim.view, j, int(self.sim.jobs.workers[j]))
-        return hit
+        return self.one_server(j, int(self.sim.jobs.workers[j]))
 
     def candidates(self, j: int) -> list[Decision]:
         """Class docstring: GPU subsets of one server, or default placements per type."""
         v = self.sim.view
-        if not self.one_server(j):
+        if not self._one_server(j):
             return default_starts(v, j)
         w = int(v.workers[j])
         ok = np.flatnonzero(holds_gang(v, j, w, v.free_gpus, v.free_cpus, v.free_mem))
@@ -160,7 +150,7 @@ class HetClusterPlacementEnv(DecisionEnv):
             return False
         if decision.placement is None:
             dev = self.sim.device_index(decision.device)
-            return not self.one_server(cand.job) and cand.device == dev
+            return not self._one_server(cand.job) and cand.device == dev
         pl = self.sim.copies(int(decision.job), decision.placement)
         return placement_key(pl) == placement_key(cand.placement)
 
