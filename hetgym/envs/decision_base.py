@@ -29,8 +29,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from hetgym import scenarios as _scenarios
 from hetgym.decisions import Decision, SchedulingError
+from hetgym.envs.args import count_arg, positive_arg, scenario_arg
 from hetgym.envs.candidates import single_server
 from hetgym.envs.features import Feature
 from hetgym.envs.fused import accrue_step_nb
@@ -72,30 +72,28 @@ class DecisionEnv(gym.Env):
                  round_length: float | bool | None, every_event: bool,
                  invalid_action: str, reward_scale: float, max_steps: int | None,
                  render_mode: str | None, time_scale: float, skip_forced: bool = False) -> None:
-        sc = scenario if isinstance(scenario, Scenario) else _scenarios.get(
-            scenario, **(scenario_kwargs or {}))
+        sc = scenario_arg(scenario, scenario_kwargs)
         if invalid_action not in ("done", "raise"):
             raise ValueError(f"invalid_action must be 'done' or 'raise', got {invalid_action!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
-        if window < 1 or max_candidates < 1:
-            raise ValueError(f"window and max_candidates must be >= 1, got {window}, {max_candidates}")
-        if not time_scale > 0:
-            raise ValueError(f"time_scale must be > 0 seconds, got {time_scale!r}")
         self.scenario = sc
         self.devices = sc.device_types
-        self.window, self.max_candidates = int(window), int(max_candidates)
+        self.window = count_arg("window", window)
+        self.max_candidates = count_arg("max_candidates", max_candidates)
         self.round_length = sc.options.round_length if round_length is True else (
             float(round_length) if round_length else None)
         self.every_event = bool(every_event)
         self.rounds_only = False  # ask the agent at round boundaries only (HetClusterRounds-v0)
         self.skip_forced = bool(skip_forced)
         self.invalid_action = invalid_action
-        self.reward_scale, self.time_scale = float(reward_scale), float(time_scale)
+        self.reward_scale = positive_arg("reward_scale", reward_scale, "seconds per reward unit")
+        self.time_scale = positive_arg("time_scale", time_scale, "seconds")
         self.render_mode = render_mode
         self.windows = EpisodeWindows(len(sc.workload), n_jobs)
         self.n_jobs = self.windows.size
-        self.max_steps = max_steps if max_steps is not None else 40 * self.n_jobs + 1000
+        self.max_steps = (count_arg("max_steps", max_steps) if max_steps is not None
+                          else 40 * self.n_jobs + 1000)
         self.done_action = self.window * self.max_candidates
         self.action_space = spaces.Discrete(self.done_action + 1)
         self.obs_layout = self._layout()

@@ -8,13 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from hetgym import scenarios as _scenarios
 from hetgym.decisions import Decision, Move, Placement, Preempt, Start
 from hetgym.envs.candidates import (
     default_starts,
     holds_gang,
     own_on_nodes,
 )
+from hetgym.envs.args import count_arg, scenario_arg
 from hetgym.envs.decision_base import DecisionEnv, squash
 from hetgym.envs.features import SCALE
 from hetgym.sim.codes import GRACE as _GRACE
@@ -112,11 +112,9 @@ class HetClusterElasticEnv(DecisionEnv):
                  reward_scale: float = 3600.0, max_steps: int | None = None,
                  render_mode: str | None = None, time_scale: float = SCALE,
                  skip_forced: bool = False) -> None:
-        sc = scenario if isinstance(scenario, Scenario) else _scenarios.get(
-            scenario, **(scenario_kwargs or {}))
-        self.queue_window, self.run_window = int(window), int(run_window)
-        if self.run_window < 0:
-            raise ValueError(f"run_window must be >= 0, got {run_window}")
+        sc = scenario_arg(scenario, scenario_kwargs)
+        self.queue_window = count_arg("window", window)
+        self.run_window = count_arg("run_window", run_window, least=0)
         if max_candidates is None:
             max_candidates = min(64, _largest_list(sc))
         super().__init__(sc, None, self.queue_window + self.run_window, max_candidates, n_jobs,

@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from hetgym import scenarios as _scenarios
 from hetgym.decisions import Decision, Placement, Start
 from hetgym.envs.candidates import (
     default_starts,
     holds_gang,
     placement_key,
 )
+from hetgym.envs.args import scenario_arg
 from hetgym.envs.decision_base import DecisionEnv, squash
 from hetgym.envs.features import SCALE
 from hetgym.specs import Scenario
@@ -109,8 +109,7 @@ class HetClusterPlacementEnv(DecisionEnv):
                  invalid_action: str = "done", reward_scale: float = 3600.0,
                  max_steps: int | None = None, render_mode: str | None = None,
                  time_scale: float = SCALE, skip_forced: bool = False) -> None:
-        sc = scenario if isinstance(scenario, Scenario) else _scenarios.get(
-            scenario, **(scenario_kwargs or {}))
+        sc = scenario_arg(scenario, scenario_kwargs)
         if max_candidates is None:
             max_candidates = min(64, _largest_list(sc))
         super().__init__(sc, None, window, max_candidates, n_jobs, round_length, every_event,

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from hetgym import scenarios as _scenarios
 from hetgym.decisions import Decision, Move, Placement, Preempt, SchedulingError, Start
+from hetgym.envs.args import scenario_arg
 from hetgym.envs.candidates import own_on_nodes
 from hetgym.envs.decision_base import DecisionEnv
 from hetgym.envs.features import SCALE, Feature
@@ -93,8 +93,7 @@ class HetClusterRoundsEnv(DecisionEnv):
                  reward_scale: float = 3600.0, max_steps: int | None = None,
                  render_mode: str | None = None, time_scale: float = SCALE,
                  skip_forced: bool = False) -> None:
-        sc = scenario if isinstance(scenario, Scenario) else _scenarios.get(
-            scenario, **(scenario_kwargs or {}))
+        sc = scenario_arg(scenario, scenario_kwargs)
         if not round_length:
             raise ValueError("HetClusterRounds-v0 needs rounds: round_length must be True or > 0")
         self.n_nodes = len(_node_gpus(sc))
