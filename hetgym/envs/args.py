@@ -1,15 +1,17 @@
-"""Checks of the constructor arguments the envs share: a clear ``ValueError`` naming the
-argument and what was expected, before anything is built."""
+"""Checks the envs share: constructor arguments (a clear ``ValueError`` naming the argument
+and what was expected, before anything is built) and a step's action."""
 
 from __future__ import annotations
 
 import numbers
 from typing import Any
 
+import numpy as np
+
 from hetgym import scenarios as _scenarios
 from hetgym.specs import Scenario
 
-__all__ = ["count_arg", "positive_arg", "scenario_arg"]
+__all__ = ["count_arg", "discrete_action", "positive_arg", "scenario_arg"]
 
 
 def scenario_arg(scenario: str | Scenario, scenario_kwargs: dict[str, Any] | None) -> Scenario:
@@ -34,3 +36,17 @@ def positive_arg(name: str, value: Any, unit: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
         raise ValueError(f"{name} must be > 0 {unit}, got {value!r}")
     return float(value)
+
+
+def discrete_action(action: Any, n: int) -> int:
+    """A ``Discrete(n)`` action (an int, a numpy integer or a 0-d integer array) as an int,
+    or a ``ValueError`` saying what was expected."""
+    if type(action) is int and 0 <= action < n:
+        return action
+    a = action[()] if isinstance(action, np.ndarray) and action.shape == () else action
+    if not isinstance(a, (int, np.integer)):
+        raise ValueError(f"action must be an integer in 0..{n - 1} (Discrete), got {action!r} "
+                         f"of type {type(action).__name__}")
+    if not 0 <= int(a) < n:
+        raise ValueError(f"action {int(a)} out of range 0..{n - 1}")
+    return int(a)

@@ -30,7 +30,7 @@ import numpy as np
 from gymnasium import spaces
 
 from hetgym.decisions import Decision, SchedulingError
-from hetgym.envs.args import count_arg, positive_arg, scenario_arg
+from hetgym.envs.args import count_arg, discrete_action, positive_arg, scenario_arg
 from hetgym.envs.candidates import single_server
 from hetgym.envs.features import Feature
 from hetgym.envs.fused import accrue_step_nb
@@ -207,11 +207,16 @@ class DecisionEnv(gym.Env):
 
     def decode(self, action: int) -> Decision:
         """The decision that ``action`` carries out now (``SchedulingError`` if masked or done)."""
+        k, m = self._slot_candidate(action)
+        return self._cands[k][m]
+
+    def _slot_candidate(self, action: Any) -> tuple[int, int]:
+        """(slot k, candidate m) of a feasible action other than ``done``, else
+        ``SchedulingError`` saying why it is masked."""
         a = self._check_action(action)
         if a == self.done_action or not self._mask[a]:
             raise SchedulingError(self.why_invalid(a))
-        k, m = divmod(a, self.max_candidates)
-        return self._cands[k][m]
+        return divmod(a, self.max_candidates)
 
     def encode(self, decision: Decision) -> int:
         """The action that carries out ``decision`` now (``SchedulingError`` naming the job and
@@ -255,11 +260,8 @@ class DecisionEnv(gym.Env):
 
     # -------------------------------------------------------------- internals
     def _check_action(self, action: Any) -> int:
-        a = action[()] if isinstance(action, np.ndarray) and action.shape == () else action
-        if not isinstance(a, (int, np.integer)) or not 0 <= int(a) < self.action_space.n:
-            raise ValueError(f"action must be an integer in 0..{self.action_space.n - 1} "
-                             f"(Discrete), got {action!r}")
-        return int(a)
+        """The action as an int, or a ValueError saying what was expected."""
+        return discrete_action(action, self.action_space.n)
 
     def _advance(self) -> bool:
         """One event step of the simulator with the reward terms it accrues."""

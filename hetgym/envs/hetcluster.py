@@ -10,7 +10,7 @@ from gymnasium import spaces
 
 from hetgym import scenarios as _scenarios
 from hetgym.decisions import SchedulingError
-from hetgym.envs.args import count_arg, positive_arg, scenario_arg
+from hetgym.envs.args import count_arg, discrete_action, positive_arg, scenario_arg
 from hetgym.envs.features import SCALE, layout, obs_size
 from hetgym.envs.fused import (
     ACT_GROW,
@@ -291,18 +291,7 @@ class HetClusterEnv(gym.Env):
     # -------------------------------------------------------------- internals
     def _check_action(self, action: Any) -> int:
         """The action as an int, or a ValueError saying what was expected."""
-        if type(action) is int and 0 <= action < self.action_space.n:
-            return action
-        a = action
-        if isinstance(a, np.ndarray) and a.shape == ():
-            a = a[()]
-        if not isinstance(a, (int, np.integer)):
-            raise ValueError(f"action must be an integer in 0..{self.action_space.n - 1} "
-                             f"(Discrete), got {action!r} of type {type(action).__name__}")
-        a = int(a)
-        if not 0 <= a < self.action_space.n:
-            raise ValueError(f"action {a} out of range 0..{self.action_space.n - 1}")
-        return a
+        return discrete_action(action, self.action_space.n)
 
     def _advance_until_decision(self, force: bool) -> None:
         """Advance events until a start/preempt is feasible (at least one event if ``force``).

@@ -225,10 +225,7 @@ class HetClusterRoundsEnv(DecisionEnv):
         """What ``action`` does now: ``Preempt``, or the ``Start`` / ``Move`` that a commit
         issues; an add-worker action decodes to the job's gang so far (a ``Start`` /
         ``Move`` with the partial placement, issued only when complete)."""
-        a = self._check_action(action)
-        if a == self.done_action or not self._mask[a]:
-            raise SchedulingError(self.why_invalid(a))
-        k, m = divmod(a, self.max_candidates)
+        k, m = self._slot_candidate(action)
         j = self._slots[k]
         if m == self.n_gpu_actions:
             return Preempt(j)
