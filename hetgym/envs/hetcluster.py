@@ -210,7 +210,7 @@ class HetClusterEnv(gym.Env):
         """Entry points of the env kernels for the current state's types (see
         :mod:`hetgym.sim.dispatch`)."""
         sim = self.sim
-        b = Binder(sim.params, sim.state, self._ep, self._es)
+        b = Binder(sim.kP, sim.kS, self._ep, self._es)
         self._decide = b.entry(decide_point_nb, True)
         self._act = b.entry(act_nb, 0)
         self._refresh = None  # bound on first use (only adapters call refresh)
@@ -223,7 +223,7 @@ class HetClusterEnv(gym.Env):
         sim = self.sim
         if sim.state is not self._bound_state:
             self._bind()
-        return sim.params, sim.state, self._ep, self._es
+        return sim.kP, sim.kS, self._ep, self._es
 
     def _read_windows(self) -> None:
         self._n_win, self._n_rwin = self._es.nwin.tolist()
@@ -259,10 +259,7 @@ class HetClusterEnv(gym.Env):
         self._carry_out(a, int(self._act(a, *self._args())))
         terminated = bool(sim.state.run.ctr[CTR_DONE] == sim.n_jobs)
         truncated = (not terminated) and (self.steps >= self.max_steps or self._stuck)
-        terms = self.reward.terms(sim)
-        if truncated:
-            charge = self.reward.truncation_charge(sim)
-            terms = {k: v + charge[k] for k, v in terms.items()}
+        terms = self.reward.step_terms(sim, truncated)
         reward = self.reward.combine(terms)
         info = self._info(terms)
         info["invalid_action"] = invalid
