@@ -42,7 +42,12 @@ def _worker(remote: Any, parent: Any, n_envs: int, env_kwargs: dict[str, Any]) -
                 env.seed(data)
                 remote.send((env.reset(), env.action_masks()))
             elif cmd == "get_attr":
-                remote.send(env.get_attr(data))
+                try:
+                    vals = env.get_attr(data)
+                except AttributeError as e:
+                    remote.send(e)
+                else:  # methods stay in the worker (bound to unpicklable compiled state)
+                    remote.send([f"<method {data}>" if callable(v) else v for v in vals])
             elif cmd == "close":
                 break
             else:
@@ -129,13 +134,27 @@ class BatchedSubprocVecEnv(VecEnv):
         m = self.action_masks()
         return [m[i] for i in self._get_indices(indices)]
 
+    def has_attr(self, attr_name: str) -> bool:
+        """Whether the envs have ``attr_name`` (``action_masks``: always)."""
+        if attr_name == "action_masks":
+            return True
+        try:
+            self.get_attr(attr_name, indices=[0])
+        except AttributeError:
+            return False
+        return True
+
     def get_attr(self, attr_name: str, indices: Any = None) -> list[Any]:
-        """An attribute of each env (asked of its worker)."""
+        """An attribute of each env (asked of its worker; a method comes back as a
+        ``"<method name>"`` placeholder). Raises ``AttributeError`` as the env does."""
         idx = list(self._get_indices(indices))
         vals: dict[int, list[Any]] = {}
         for p in sorted({i // self.m for i in idx}):
             self.remotes[p].send(("get_attr", attr_name))
-            vals[p] = self.remotes[p].recv()
+            got = self.remotes[p].recv()
+            if isinstance(got, AttributeError):
+                raise got
+            vals[p] = got
         return [vals[i // self.m][i % self.m] for i in idx]
 
     def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:

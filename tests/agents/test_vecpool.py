@@ -38,5 +38,7 @@ def test_pool_matches_one_batched_env():
             ends += int(r1[2].sum())
         assert ends > 0  # episodes ended and were reset on both sides
         assert pool.get_attr("n_dev") == one.get_attr("n_dev")
+        assert pool.has_attr("action_masks") and not pool.has_attr("no_such_attribute")
+        assert pool.get_attr("reset", indices=[1]) == ["<method reset>"]
     finally:
         pool.close()
