@@ -6,8 +6,8 @@ import pandas as pd
 import baselines
 import hetgym
 from hetgym import scenarios
-from hetgym.sim import events as E
 from hetgym.sim import engine
+from hetgym.sim import events as E
 from hetgym.sim.engine import Simulator
 from hetgym.sim.mirror import Mirror
 
