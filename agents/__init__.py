@@ -10,13 +10,16 @@ Importing ``agents`` does not import torch; the training modules do.
   training (``scripts/train.py``).
 * :mod:`agents.bc`: behaviour cloning from a baseline.
 * :mod:`agents.evaluation`: agents and baselines on the same held-out windows.
+* :mod:`agents.heldout`: train / validation / test splits per trace family (no shared jobs).
+* :mod:`agents.pretrained`: the shipped models, :func:`pretrained_names` and
+  :func:`load_pretrained` (a scheduler for ``hetgym.simulate``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["AgentScheduler", "EnvConfig", "load_scheduler"]
+__all__ = ["AgentScheduler", "EnvConfig", "load_scheduler", "pretrained_names", "load_pretrained"]
 
 
 def __getattr__(name: str) -> Any:
@@ -24,6 +27,10 @@ def __getattr__(name: str) -> Any:
         from agents import adapter
 
         return getattr(adapter, name)
+    if name in ("pretrained_names", "load_pretrained"):
+        from agents import pretrained
+
+        return getattr(pretrained, name)
     if name == "EnvConfig":
         from agents.envtools import EnvConfig
 

@@ -12,7 +12,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 
 from agents.adapter import AgentScheduler, SB3Policy
 from agents.envtools import EnvConfig
-from agents.evaluation import evaluate_on_windows, mean_jct
+from agents.evaluation import Score, evaluate_on_windows
 from hetgym.specs import Scenario
 
 __all__ = ["WallClockLimit", "HeldOutEval", "CriticWarmup"]
@@ -92,10 +92,12 @@ class HeldOutEval(BaseCallback):
         out_dir: Where ``eval.csv`` and ``best_model.zip`` go.
         t0: Wall-clock origin (``time.monotonic()``) for the ``wall_s`` column.
         verbose: Print a line per evaluation.
+        score: Model-selection score (default: mean avg JCT, inf if a job is left).
     """
 
     def __init__(self, windows: Sequence[Scenario], env_config: EnvConfig, every: int,
-                 out_dir: str | Path, t0: float | None = None, verbose: int = 1) -> None:
+                 out_dir: str | Path, t0: float | None = None, verbose: int = 1,
+                 score: Score | None = None) -> None:
         super().__init__(verbose)
         self.windows = list(windows)
         self.env_config = env_config
@@ -104,6 +106,7 @@ class HeldOutEval(BaseCallback):
         self.t0 = time.monotonic() if t0 is None else t0
         self.history: list[dict[str, float]] = []
         self.best = float("inf")
+        self.score = score or Score()
         self._next = 0
 
     def _on_training_start(self) -> None:
@@ -134,22 +137,28 @@ class HeldOutEval(BaseCallback):
         from hetgym.io import write_atomic_csv
 
         runs = self.evaluate()
-        jct = mean_jct(runs, "agent")
+        jct = Score()(runs, "agent")
+        score = self.score(runs, "agent")
         row = {"timesteps": float(self.num_timesteps),
                "wall_s": time.monotonic() - self.t0,
                "avg_jct": jct,
                "avg_jct_finite": float(np.nanmean(runs["avg_jct"])),
                "unfinished_jobs": float(runs["unfinished_jobs"].sum()),
-               "avg_slowdown": float(np.nanmean(runs["avg_slowdown"]))}
+               "avg_slowdown": float(np.nanmean(runs["avg_slowdown"])),
+               "score": score}
+        if self.score.metric != "avg_jct":
+            row[self.score.metric] = float(np.nanmean(runs[self.score.metric]))
+        if self.score.constraint is not None:
+            row[self.score.constraint] = float(np.nanmean(runs[self.score.constraint]))
         self.history.append(row)
         self.logger.record("eval/avg_jct", row["avg_jct_finite"])
         self.logger.record("eval/unfinished_jobs", row["unfinished_jobs"])
-        if jct < self.best:
-            self.best = jct
+        if score < self.best or not self.history[:-1]:
+            self.best = min(score, self.best)
             self.model.save(str(self.out_dir / "best_model.zip"))
         self.logger.record("eval/best_avg_jct", self.best)
         write_atomic_csv(pd.DataFrame(self.history), self.out_dir / "eval.csv")
         if self.verbose:
             print(f"[eval] t={row['wall_s']:.0f}s steps={self.num_timesteps} "
                   f"avg_jct={row['avg_jct_finite']:.0f} unfinished={row['unfinished_jobs']:.0f} "
-                  f"best={self.best:.0f}", flush=True)
+                  f"score={score:.4g} best={self.best:.4g}", flush=True)

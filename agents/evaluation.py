@@ -10,6 +10,7 @@ and :func:`hetgym.compare.format_table` make the table.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -17,7 +18,7 @@ import pandas as pd
 
 from hetgym.specs import Scenario
 
-__all__ = ["evaluate_on_windows", "mean_jct"]
+__all__ = ["evaluate_on_windows", "mean_jct", "Score"]
 
 SchedulerFactory = Callable[[], Any]
 
@@ -46,12 +47,35 @@ def evaluate_on_windows(schedulers: Mapping[str, SchedulerFactory | str],
 
 def mean_jct(runs: pd.DataFrame, label: str) -> float:
     """Mean over windows of ``avg_jct`` for ``label``; inf if a window left jobs unfinished."""
-    r = runs[runs["scheduler"] == label]
-    if len(r) == 0:
-        return float("nan")
-    if (r["unfinished_jobs"] > 0).any() or r["avg_jct"].isna().any():
-        return float("inf")
-    return float(np.mean(r["avg_jct"]))
+    return Score()(runs, label)
+
+
+@dataclass(frozen=True)
+class Score:
+    """Model-selection score of a scheduler on windows (lower is better).
+
+    The mean over windows of ``metric``; ``inf`` when a window left jobs unfinished
+    or when the mean of ``constraint`` exceeds ``limit``.
+
+    Attributes:
+        metric: Summary column (``avg_jct``, ``te_p95_slowdown``, ...).
+        constraint: Summary column whose mean must stay at most ``limit`` (None: none).
+        limit: Bound on the constraint's mean.
+    """
+
+    metric: str = "avg_jct"
+    constraint: str | None = None
+    limit: float = float("inf")
+
+    def __call__(self, runs: pd.DataFrame, label: str) -> float:
+        r = runs[runs["scheduler"] == label]
+        if len(r) == 0:
+            return float("nan")
+        if (r["unfinished_jobs"] > 0).any() or r[self.metric].isna().any():
+            return float("inf")
+        if self.constraint is not None and float(np.mean(r[self.constraint])) > self.limit:
+            return float("inf")
+        return float(np.mean(r[self.metric]))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

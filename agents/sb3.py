@@ -199,10 +199,12 @@ def make_env(scenario: Scenario | str, env_config: EnvConfig, masked: bool = Tru
 
 def make_vec_env(scenario: Scenario | str, env_config: EnvConfig, n_envs: int = 4,
                  seed: int = 0, vec_env: str = "dummy", masked: bool = True,
-                 monitor_dir: str | None = None) -> "VecEnv":
+                 monitor_dir: str | None = None, n_procs: int = 2) -> "VecEnv":
     """``n_envs`` copies in a ``DummyVecEnv`` (``vec_env="dummy"``), a ``SubprocVecEnv``
-    (``"subproc"``) or the batched env (``"batched"``: all copies stepped in one compiled
-    call, :class:`agents.vecenv.BatchedVecEnv`; masked algorithms only).
+    (``"subproc"``), the batched env (``"batched"``: all copies stepped in one compiled
+    call, :class:`agents.vecenv.BatchedVecEnv`; masked algorithms only) or ``n_procs``
+    processes of batched envs (``"batched_subproc"``, :class:`agents.vecpool.BatchedSubprocVecEnv`;
+    ``n_envs`` must be a multiple of ``n_procs``).
 
     Each copy is wrapped in ``Monitor`` (episode returns and lengths; ``VecMonitor`` for
     the batched env) and, when ``masked``, in ``ActionMasker`` (else in ``ResolveAction``);
@@ -211,11 +213,12 @@ def make_vec_env(scenario: Scenario | str, env_config: EnvConfig, n_envs: int = 
     from stable_baselines3.common.env_util import make_vec_env as _mve
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    if vec_env not in ("dummy", "subproc", "batched"):
-        raise ValueError(f"vec_env must be 'dummy', 'subproc' or 'batched', got {vec_env!r}")
-    if vec_env == "batched":
+    if vec_env not in ("dummy", "subproc", "batched", "batched_subproc"):
+        raise ValueError(f"vec_env must be 'dummy', 'subproc', 'batched' or 'batched_subproc', "
+                         f"got {vec_env!r}")
+    if vec_env.startswith("batched"):
         if not masked:
-            raise ValueError("vec_env='batched' needs a masked algorithm (maskable_ppo): the "
+            raise ValueError(f"vec_env={vec_env!r} needs a masked algorithm (maskable_ppo): the "
                              "batched env has no ResolveAction wrapper")
         import os
 
@@ -223,7 +226,16 @@ def make_vec_env(scenario: Scenario | str, env_config: EnvConfig, n_envs: int = 
 
         from agents.vecenv import BatchedVecEnv
 
-        venv = BatchedVecEnv(n_envs, scenario=scenario, **env_config.env_kwargs())
+        if vec_env == "batched_subproc":
+            from agents.vecpool import BatchedSubprocVecEnv
+
+            if n_envs % n_procs:
+                raise ValueError(f"vec_env='batched_subproc': n_envs ({n_envs}) must be a multiple "
+                                 f"of n_procs ({n_procs})")
+            venv = BatchedSubprocVecEnv(n_procs, n_envs // n_procs, scenario=scenario,
+                                        **env_config.env_kwargs())
+        else:
+            venv = BatchedVecEnv(n_envs, scenario=scenario, **env_config.env_kwargs())
         venv.seed(seed)
         path = None if monitor_dir is None else os.path.join(monitor_dir, "batched")
         return VecMonitor(venv, filename=path)

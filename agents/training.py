@@ -49,8 +49,10 @@ class TrainConfig:
         time_limit_s: Wall-clock budget of the whole run (BC + PPO; evaluation
             on the test windows comes after it).
         n_envs: Parallel env copies.
-        vec_env: ``dummy`` (one process), ``subproc`` (one process per env) or
-            ``batched`` (all envs in one compiled call; masked algorithms).
+        n_procs: Worker processes of ``vec_env="batched_subproc"``.
+        vec_env: ``dummy`` (one process), ``subproc`` (one process per env),
+            ``batched`` (all envs in one compiled call; masked algorithms) or
+            ``batched_subproc`` (``n_procs`` processes of batched envs).
         checkpoint_every: Checkpoint period in steps (0: off).
         eval_every: Validation period in steps.
         critic_warmup: Steps at the start of PPO during which only the critic
@@ -63,12 +65,19 @@ class TrainConfig:
         torch_threads: ``torch.set_num_threads``.
         tensorboard: Log to TensorBoard when it is installed.
         verbose: SB3 verbosity (the eval callback prints when >= 1).
+        metric: Summary column that selects the best model (mean over validation
+            windows, lower is better).
+        constraint: Summary column whose validation mean must stay within
+            ``1 + constraint_slack`` times ``constraint_baseline``'s (None: none).
+        constraint_baseline: Baseline that sets the constraint's bound.
+        constraint_slack: Relative slack of the bound.
     """
 
     total_timesteps: int = 500_000
     time_limit_s: float = 1800.0
     n_envs: int = 4
     vec_env: str = "dummy"
+    n_procs: int = 2
     checkpoint_every: int = 50_000
     eval_every: int = 20_000
     critic_warmup: int = 0
@@ -80,6 +89,10 @@ class TrainConfig:
     torch_threads: int = 1
     tensorboard: bool = True
     verbose: int = 1
+    metric: str = "avg_jct"
+    constraint: str | None = None
+    constraint_baseline: str | None = None
+    constraint_slack: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "baselines", tuple(self.baselines))
@@ -114,7 +127,9 @@ class TrainResult:
 def train(scenario: Scenario, val_scenarios: Sequence[Scenario], test_scenarios: Sequence[Scenario],
           env_config: EnvConfig, agent: AgentConfig, cfg: TrainConfig, out_dir: str | Path,
           seed: int = 0, bc: BCConfig | None = None,
-          meta: dict[str, Any] | None = None) -> TrainResult:
+          meta: dict[str, Any] | None = None,
+          val_set: Sequence[Scenario] | None = None,
+          test_set: Sequence[Scenario] | None = None) -> TrainResult:
     """Train ``agent`` on windows of ``scenario``; validate and test on the others.
 
     Args:
@@ -128,6 +143,9 @@ def train(scenario: Scenario, val_scenarios: Sequence[Scenario], test_scenarios:
         seed: Seed of the model and of the env copies.
         bc: Behaviour-cloning pre-training (None or ``teacher=None``: off).
         meta: More entries for ``agent.json`` (``scripts/train.py`` stores its resolved config).
+        val_set: Validation windows, used as they are (instead of windows of
+            ``val_scenarios``; :func:`agents.heldout.split`).
+        test_set: Test windows, likewise.
     """
     import torch
     from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
@@ -146,10 +164,11 @@ def train(scenario: Scenario, val_scenarios: Sequence[Scenario], test_scenarios:
     torch.set_num_threads(max(1, int(cfg.torch_threads)))
     save_meta(out, agent.algo, env_config, {
         "agent": agent.to_dict(), "train": asdict(cfg), "seed": seed,
-        "scenario": scenario.name, "bc": asdict(bc) if bc else None, **(meta or {})})
+        "scenario": scenario.name, "devices": list(scenario.cluster.device_types),
+        "bc": asdict(bc) if bc else None, **(meta or {})})
 
     venv = make_vec_env(scenario, env_config, n_envs=cfg.n_envs, seed=seed,
-                        vec_env=cfg.vec_env, masked=agent.masked)
+                        vec_env=cfg.vec_env, masked=agent.masked, n_procs=cfg.n_procs)
     if agent.normalize_reward:
         from stable_baselines3.common.vec_env import VecNormalize
 
@@ -170,8 +189,13 @@ def train(scenario: Scenario, val_scenarios: Sequence[Scenario], test_scenarios:
         if cfg.verbose:
             print(f"[bc] {bc_stats}", flush=True)
 
-    val = [w for sc in val_scenarios for w in heldout_windows(sc, env_config, cfg.val_windows)]
-    evalcb = HeldOutEval(val, env_config, cfg.eval_every, out, t0=t0, verbose=cfg.verbose)
+    val = list(val_set) if val_set is not None else \
+        [w for sc in val_scenarios for w in heldout_windows(sc, env_config, cfg.val_windows)]
+    score = selection_score(val, cfg)
+    if score.constraint is not None and cfg.verbose:
+        print(f"[select] {score}", flush=True)
+    evalcb = HeldOutEval(val, env_config, cfg.eval_every, out, t0=t0, verbose=cfg.verbose,
+                         score=score)
     limit = WallClockLimit(cfg.time_limit_s, t0=t0)
     cbs: list[Any] = [evalcb, limit]
     if cfg.critic_warmup > 0:
@@ -188,7 +212,7 @@ def train(scenario: Scenario, val_scenarios: Sequence[Scenario], test_scenarios:
     result = TrainResult(out_dir=out, timesteps=int(model.num_timesteps), wall_s=wall,
                          stopped_by_time=limit.stopped, eval_history=history, bc_stats=bc_stats)
     if cfg.test_windows > 0:
-        result.comparison = test_table(out, test_scenarios, env_config, cfg)
+        result.comparison = test_table(out, test_scenarios, env_config, cfg, test_set)
     ref = {}
     if len(val) and cfg.baselines:
         from agents.evaluation import evaluate_on_windows, mean_jct
@@ -200,8 +224,23 @@ def train(scenario: Scenario, val_scenarios: Sequence[Scenario], test_scenarios:
     return result
 
 
+def selection_score(val: Sequence[Scenario], cfg: TrainConfig) -> Any:
+    """The :class:`agents.evaluation.Score` of ``cfg`` (the constraint's bound measured
+    on the validation windows ``val`` with ``cfg.constraint_baseline``)."""
+    from agents.evaluation import Score, evaluate_on_windows
+
+    if cfg.constraint is None:
+        return Score(cfg.metric)
+    if not cfg.constraint_baseline:
+        raise ValueError("train.constraint needs train.constraint_baseline (the baseline whose "
+                         "validation value bounds it)")
+    runs = evaluate_on_windows({cfg.constraint_baseline: cfg.constraint_baseline}, val)
+    limit = float(np.mean(runs[cfg.constraint])) * (1.0 + float(cfg.constraint_slack))
+    return Score(cfg.metric, cfg.constraint, limit)
+
+
 def test_table(out: Path, test_scenarios: Sequence[Scenario], env_config: EnvConfig,
-               cfg: TrainConfig) -> pd.DataFrame:
+               cfg: TrainConfig, test_set: Sequence[Scenario] | None = None) -> pd.DataFrame:
     """Best and final model vs the baselines on the test windows; writes the tables."""
     from agents.adapter import load_scheduler
     from agents.envtools import heldout_windows
@@ -209,7 +248,8 @@ def test_table(out: Path, test_scenarios: Sequence[Scenario], env_config: EnvCon
     from hetgym.compare import aggregate, format_table
     from hetgym.io import write_atomic_bytes, write_atomic_csv
 
-    windows = [w for sc in test_scenarios for w in heldout_windows(sc, env_config, cfg.test_windows)]
+    windows = list(test_set) if test_set is not None else \
+        [w for sc in test_scenarios for w in heldout_windows(sc, env_config, cfg.test_windows)]
     scheds: dict[str, Any] = {b: b for b in cfg.baselines}
     for label, f in (("agent (best)", "best_model.zip"), ("agent (final)", "final_model.zip")):
         if (out / f).is_file():
@@ -220,8 +260,9 @@ def test_table(out: Path, test_scenarios: Sequence[Scenario], env_config: EnvCon
     agg = aggregate(runs)
     write_atomic_csv(agg.reset_index(), out / "comparison.csv")
     names = sorted({sc.name for sc in test_scenarios})
-    text = (f"{len(windows)} test windows of {env_config.n_jobs} jobs ({cfg.test_windows} from "
-            f"each of the {', '.join(names)} workloads with seeds {list(cfg.test_workload_seeds)}); "
+    origin = (f"{cfg.test_windows} from each of the {', '.join(names)} workloads with seeds "
+              f"{list(cfg.test_workload_seeds)}" if test_set is None else "the given test set")
+    text = (f"{len(windows)} test windows of {env_config.n_jobs} jobs ({origin}); "
             f"mean ± std over windows (times in the unit of each column header)\n\n" + format_table(agg) + "\n")
     write_atomic_bytes(text.encode(), out / "comparison.md")
     return agg

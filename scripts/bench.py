@@ -3,6 +3,7 @@
     python scripts/bench.py                 # simulator, env and batched env, default sizes
     python scripts/bench.py --jobs 100000 --env-steps 50000
     python scripts/bench.py --skip-sim --batched 1,8,64,256 --train 4,16,64
+    python scripts/bench.py --skip-sim --skip-env --batched "" --train 32 --train-procs 1,2
 
 Prints (1) simulated events/s and wall time of FIFO over N synthetic jobs on a
 1,024-GPU hybrid cluster, with Numba compile time measured apart (a warm-up
@@ -10,7 +11,9 @@ run on a tiny scenario in the same process), (2) env steps/s of
 ``HetCluster-v0`` under a uniformly random masked policy on the default scenario,
 (3) aggregate steps/s of the batched env (``gym.make_vec``) under the same policy
 for each N of ``--batched``, serial and with threads, and (4) with ``--train``,
-MaskablePPO training steps/s on the batched env for each N (one torch thread).
+MaskablePPO training steps/s on the batched env for each N (one torch thread), and (5)
+with ``--train-procs``, the same with the N envs of ``--train`` split over P worker
+processes of batched envs (``vec_env="batched_subproc"``) for each P.
 """
 
 from __future__ import annotations
@@ -115,9 +118,11 @@ def bench_batched(n_envs: int, seconds: float, parallel: bool, seed: int = 0) ->
             "steps_per_s": steps / wall}
 
 
-def bench_train(n_envs: int, timesteps: int, seed: int = 0) -> dict[str, float]:
+def bench_train(n_envs: int, timesteps: int, seed: int = 0, vec_env: str = "batched",
+                n_procs: int = 1) -> dict[str, float]:
     """MaskablePPO (MLP 128x128, n_steps so that a rollout has >= 2,048 steps) on
-    ``n_envs`` batched envs of the default scenario, one torch thread."""
+    ``n_envs`` batched envs of the default scenario (in ``n_procs`` worker processes
+    with ``vec_env="batched_subproc"``), one torch thread."""
     import torch
 
     from agents.envtools import EnvConfig
@@ -126,13 +131,14 @@ def bench_train(n_envs: int, timesteps: int, seed: int = 0) -> dict[str, float]:
 
     torch.set_num_threads(1)
     venv = make_vec_env(scenarios.DEFAULT, EnvConfig(), n_envs=n_envs, seed=seed,
-                        vec_env="batched")
+                        vec_env=vec_env, n_procs=n_procs)
     n_steps = max(16, 2048 // n_envs)
     model = AgentConfig(n_steps=n_steps, batch_size=256, n_epochs=10).build(venv, seed=seed)
     model.learn(n_steps * n_envs)  # warm-up
     t = _clock()
     model.learn(timesteps, reset_num_timesteps=False)
     wall = _clock() - t
+    venv.close()
     return {"n_envs": n_envs, "n_steps": n_steps, "timesteps": timesteps, "wall_s": wall,
             "steps_per_s": timesteps / wall}
 
@@ -161,6 +167,8 @@ def main() -> None:
     p.add_argument("--train", type=_ints, default=[],
                    help="numbers of batched envs for MaskablePPO training steps/s (needs torch)")
     p.add_argument("--train-steps", type=int, default=20_000)
+    p.add_argument("--train-procs", type=_ints, default=[],
+                   help="worker processes of batched envs for the --train sizes (batched_subproc)")
     p.add_argument("--clock", choices=sorted(_CLOCKS), default="wall",
                    help="time measured: wall clock, or the process's CPU time (on a shared "
                         "machine; the threaded batched figures then count both threads)")
@@ -189,6 +197,10 @@ def main() -> None:
         r = bench_train(n, a.train_steps)
         print(f"MaskablePPO training on the batched env, N={n:>3} (n_steps {r['n_steps']}): "
               f"{r['timesteps']:,} steps in {r['wall_s']:.1f} s -> {r['steps_per_s']:,.0f} steps/s")
+        for procs in a.train_procs:
+            r = bench_train(n, a.train_steps, vec_env="batched_subproc", n_procs=procs)
+            print(f"MaskablePPO training, N={n:>3} batched envs in {procs} worker process(es): "
+                  f"{r['timesteps']:,} steps in {r['wall_s']:.1f} s -> {r['steps_per_s']:,.0f} steps/s")
 
 
 if __name__ == "__main__":

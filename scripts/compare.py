@@ -121,7 +121,11 @@ def main(cfg: DictConfig) -> float:
     """Hydra entry point; returns the run's average JCT (for sweepers)."""
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
-    label = cfg.label or hc.runtime.choices.get("scheduler") or str(cfg.scheduler.get("name"))
+    choice = hc.runtime.choices.get("scheduler")
+    if choice == "pretrained" and not cfg.label:
+        label = f"pretrained:{cfg.pretrained.name}"
+    else:
+        label = cfg.label or choice or str(cfg.scheduler.get("name"))
     record = run(cfg, out_dir, str(label))
     return float(record["metrics"]["avg_jct"])
 

@@ -45,7 +45,7 @@ def build_scenario(scenario_cfg: DictConfig, workload_seed: int) -> Any:
 
 @hydra.main(config_path=CONF_DIR, config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> float:
-    """Hydra entry point; returns the best validation mean avg JCT."""
+    """Hydra entry point; returns the best validation score (mean avg JCT by default)."""
     from agents.training import train
 
     out_dir = Path(cfg.out_dir) if cfg.out_dir else Path(HydraConfig.get().runtime.output_dir)
@@ -53,21 +53,30 @@ def main(cfg: DictConfig) -> float:
     agent = instantiate(cfg.agent, _convert_="all")
     tcfg = instantiate(cfg.train, _convert_="all")
     bc = instantiate(cfg.bc, _convert_="all")
-    scenario = build_scenario(cfg.scenario, cfg.workload_seed)
-    val = [build_scenario(cfg.scenario, s) for s in tcfg.val_workload_seeds]
-    test = [build_scenario(cfg.scenario, s) for s in tcfg.test_workload_seeds]
+    val_set = test_set = None
+    if cfg.get("split") and cfg.split.get("family"):
+        from agents.heldout import split
+
+        sp = split(cfg.split.family, window_jobs=int(cfg.split.window_jobs),
+                   n_val=int(cfg.split.n_val), n_test=int(cfg.split.n_test))
+        log.info("split %s", sp.describe())
+        scenario, val, test, val_set, test_set = sp.train, [], [], sp.val, sp.test
+    else:
+        scenario = build_scenario(cfg.scenario, cfg.workload_seed)
+        val = [build_scenario(cfg.scenario, s) for s in tcfg.val_workload_seeds]
+        test = [build_scenario(cfg.scenario, s) for s in tcfg.test_workload_seeds]
     log.info("training %s on %s (workload seed %d), out %s\n%s", agent.algo, scenario.name,
              cfg.workload_seed, out_dir, OmegaConf.to_yaml(cfg))
     meta = {"config": OmegaConf.to_container(cfg, resolve=True),
             "overrides": list(HydraConfig.get().overrides.task)}
     res = train(scenario, val, test, env_config, agent, tcfg, out_dir, seed=int(cfg.seed), bc=bc,
-                meta=meta)
+                meta=meta, val_set=val_set, test_set=test_set)
     log.info("done: %d steps in %.0f s (stopped by time: %s)", res.timesteps, res.wall_s,
              res.stopped_by_time)
     if res.comparison is not None:
         log.info("test windows:\n%s", (out_dir / "comparison.md").read_text())
     h = res.eval_history
-    return float(h["avg_jct"].min()) if len(h) else float("nan")
+    return float(h["score"].min()) if len(h) else float("nan")
 
 
 if __name__ == "__main__":

@@ -94,6 +94,13 @@ def test_scheduler_yaml(path, request):
     overrides = [f"scheduler={name}"]
     if name == "agent":
         overrides.append(f"agent.checkpoint={request.getfixturevalue('checkpoint')}")
+    elif name == "pretrained":
+        pytest.importorskip("sb3_contrib")
+        from agents import pretrained_names
+
+        if not pretrained_names():
+            pytest.skip("no pretrained model shipped")
+        overrides.append(f"pretrained.name={pretrained_names()[0]}")
     elif name not in baselines.names():
         pytest.skip(f"baseline {name!r} is not registered")
     cfg = _compose("compare", overrides)
