@@ -62,7 +62,7 @@ class DecisionEnv(gym.Env):
     features ``GLOBAL_FEATURES`` (:meth:`global_features`).
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
     JOB_FEATURES: tuple[str, ...] = ()
     CAND_FEATURES: tuple[str, ...] = ()
     GLOBAL_FEATURES = ("queue_length", "running_jobs", "arrived", "done", "now")
@@ -250,13 +250,19 @@ class DecisionEnv(gym.Env):
         return (f"action {a}: job {self._slots[k]} (slot {k}) has {len(self._cands[k])} "
                 f"feasible candidates, not {m + 1}")
 
-    def render(self) -> str | None:
-        """``ansi``: a text snapshot."""
+    def render(self) -> str | np.ndarray | None:
+        """``ansi``: a text snapshot of the cluster and of the decision point (its window's
+        jobs and how many decisions are feasible); ``rgb_array``: Gantt chart of the runs."""
         if self.render_mode is None or self.sim is None:
             return None
         from hetgym.envs import render as R
 
-        return R.ansi(self.sim)
+        if self.render_mode == "rgb_array":
+            return R.rgb_array(self.sim)
+        n_ok = int(self._mask.sum()) - int(self._mask[self.done_action])
+        more = f" ... ({len(self._slots)} jobs)" if len(self._slots) > 8 else ""
+        return (R.ansi(self.sim) + f"\n  decision point {self.point}: window "
+                f"{self._slots[:8]}{more}, {n_ok} feasible decisions besides done")
 
     # -------------------------------------------------------------- internals
     def _check_action(self, action: Any) -> int:

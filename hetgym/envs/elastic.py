@@ -92,7 +92,7 @@ class HetClusterElasticEnv(DecisionEnv):
     (R, 8), ``max_candidates`` (M; default the longest list the cluster allows, at most 64),
     ``n_jobs`` (64; None = all), ``round_length`` (300 s; None: events only),
     ``every_event`` (True), ``invalid_action`` (done, raise), ``reward_scale`` (3600),
-    ``max_steps`` (40 x jobs + 1000), ``render_mode`` (ansi), ``time_scale`` (3600),
+    ``max_steps`` (40 x jobs + 1000), ``render_mode`` (ansi, rgb_array), ``time_scale`` (3600),
     ``skip_forced`` (as ``HetClusterPlacement-v0``).
 
     ## Version History

@@ -89,7 +89,7 @@ class HetClusterPlacementEnv(DecisionEnv):
     ``max_candidates`` (M; default: the largest candidate list the scenario's jobs can
     have, at most 64), ``n_jobs`` (64; None = all), ``round_length`` (None),
     ``every_event`` (False), ``invalid_action`` (done, raise), ``reward_scale`` (3600),
-    ``max_steps`` (default 40 x jobs + 1000), ``render_mode`` (ansi), ``time_scale`` (3600),
+    ``max_steps`` (default 40 x jobs + 1000), ``render_mode`` (ansi, rgb_array), ``time_scale`` (3600),
     ``skip_forced`` (False; True: decision points where only ``done`` is feasible are passed
     by themselves, for learners: a scheduler acting through :class:`SchedulerAgent` needs
     False, since it is called at every one of its decision points).

@@ -75,7 +75,7 @@ class HetClusterRoundsEnv(DecisionEnv):
     ``scenario`` (``hadar-sim``), ``scenario_kwargs``, ``window`` (K, 32), ``n_jobs``
     (64; None = all), ``round_length`` (True: the scenario's), ``invalid_action`` (done,
     raise), ``reward_scale`` (3600), ``max_steps`` (default 40 x jobs x largest gang +
-    1000), ``render_mode`` (ansi), ``time_scale`` (3600), ``skip_forced`` (as
+    1000), ``render_mode`` (ansi, rgb_array), ``time_scale`` (3600), ``skip_forced`` (as
     ``HetClusterPlacement-v0``).
 
     ## Version History
