@@ -105,3 +105,15 @@ def test_readme_and_envs_page_list_every_registered_env():
         rows = [ln for ln in (ROOT / page).read_text().splitlines() if ln.startswith("| `")]
         for env_id in ids:
             assert any(ln.startswith(f"| `{env_id}` |") for ln in rows), (page, env_id)
+
+
+def test_readme_tour_runs(capsys):
+    """The README's tour (its first Python block) runs as written."""
+    text = (ROOT / "README.md").read_text()
+    block = text.split("## A 21-line tour", 1)[1].split("```python\n", 1)[1].split("\n```", 1)[0]
+    assert len(block.splitlines()) == 21
+    namespace: dict = {}
+    exec(compile(block, "README.md (tour)", "exec"), namespace)
+    assert namespace["place"].unwrapped.spec.id == "HetClusterPlacement-v0"
+    assert namespace["vec"].num_envs == 64
+    assert "hetero-small" in capsys.readouterr().out
