@@ -251,8 +251,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         names = [n.strip() for n in a.schedulers.split(",") if n.strip()]
         unknown = [n for n in names if n not in installed]
         if unknown or not names:
-            p.error(f"--schedulers: unknown scheduler(s) {', '.join(map(repr, unknown)) or '(none given)'}; "
-                    f"valid: {', '.join(installed)} (or 'default', 'all')")
+            what = (f"unknown scheduler(s) {', '.join(map(repr, unknown))}" if unknown
+                    else "no scheduler named")
+            p.error(f"--schedulers: {what}; valid: {', '.join(installed)} (or 'default', 'all')")
     try:
         a.seed_list = _parse_seeds(a.seeds)
     except ValueError as exc:

@@ -28,6 +28,7 @@ def test_unknown_scheduler_fails_before_running(no_runs, capsys) -> None:
     err = _error(["--schedulers", "fifo,nope"], capsys)
     assert "unknown scheduler(s) 'nope'" in err
     assert "valid: fifo, sjf, srpt" in err and "allox" in err
+    assert "--schedulers: no scheduler named; valid: fifo" in _error(["--schedulers", " , "], capsys)
 
 
 @pytest.mark.parametrize("seeds,expect", [("a", "'a' is not an integer"), ("0,1.5", "'1.5' is not an integer"),
