@@ -16,8 +16,13 @@ __all__ = ["count_arg", "discrete_action", "positive_arg", "scenario_arg"]
 
 def scenario_arg(scenario: str | Scenario, scenario_kwargs: dict[str, Any] | None) -> Scenario:
     """``scenario`` itself, or the registered scenario of that name built with
-    ``scenario_kwargs`` (:func:`hetgym.scenarios.get`: unknown names list the known ones)."""
+    ``scenario_kwargs`` (:func:`hetgym.scenarios.get`: unknown names list the known ones).
+    ``scenario_kwargs`` with a ``Scenario`` object is an error (they would be ignored)."""
     if isinstance(scenario, Scenario):
+        if scenario_kwargs:
+            raise ValueError(f"scenario_kwargs {sorted(scenario_kwargs)} apply to a scenario name, "
+                             f"not to the Scenario object {scenario.name!r}: pass "
+                             f"scenario={scenario.name!r} or build the object with them")
         return scenario
     return _scenarios.get(scenario, **(scenario_kwargs or {}))
 

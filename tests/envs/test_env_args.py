@@ -48,3 +48,13 @@ def test_checks_accept_numpy_numbers_and_refuse_bools() -> None:
         count_arg("w", True)
     with pytest.raises(ValueError, match="s must be > 0 s, got nan"):
         positive_arg("s", float("nan"), "s")
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_scenario_kwargs_with_a_scenario_object_are_refused(env_id: str) -> None:
+    from hetgym import scenarios
+
+    sc = scenarios.get("toy-3jobs")
+    with pytest.raises(ValueError, match=r"scenario_kwargs \['n_jobs'\] apply to a scenario name"):
+        gym.make(env_id, scenario=sc, scenario_kwargs={"n_jobs": 5})
+    gym.make(env_id, scenario=sc, scenario_kwargs={})  # nothing to ignore
