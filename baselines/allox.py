@@ -116,13 +116,10 @@ class AlloX:
 
     def decide(self, view: View) -> list[Decision]:
         """Start the first job the matching puts on each idle machine."""
-        q = np.asarray(view.queue)
-        if len(q) == 0:
+        got = MachinePool.at_decision(view)
+        if got is None:
             return []
-        cap = view.capacity()
-        pool = MachinePool.from_view(view, cap)
-        if not pool.idle.any():
-            return []
+        q, cap, pool = got
         if self.window is not None:
             q = _window(view, q, self.window)
         p = view.durations(q)

@@ -215,6 +215,19 @@ class MachinePool:
         omegas = np.concatenate([np.repeat(end, w), np.full(int(free.sum()), now)])
         return cls(devs, omegas.astype(np.float64), now)
 
+    @classmethod
+    def at_decision(cls, view: View) -> tuple[np.ndarray, CapacityModel, MachinePool] | None:
+        """``(queue, scratch capacity, pool)`` at a decision point, or None when nothing can
+        start (no waiting job, or no idle machine)."""
+        q = np.asarray(view.queue)
+        if len(q) == 0:
+            return None
+        cap = view.capacity()
+        pool = cls.from_view(view, cap)
+        if not pool.idle.any():
+            return None
+        return q, cap, pool
+
     def __len__(self) -> int:
         return len(self.dev)
 
@@ -244,12 +257,15 @@ def match_first_jobs(p: np.ndarray, arrival: np.ndarray, pool: MachinePool
     solved with :func:`scipy.optimize.linear_sum_assignment`. The first job on machine
     ``i`` is the one matched with the largest ``k``.
 
-    Columns are pruned without losing any optimum: among machines of one device
-    type sorted by ``omega``, the ``r``-th can hold at most ``ceil(n_t / r)`` jobs in an
-    optimal matching (and each of ``c`` idle, identical machines at most
-    ``ceil(n_t / c)``), ``n_t`` being the number of jobs that can run on that type.
-    (Moving the first job of a machine with ``k_B >= k_A + 2`` jobs to the front of a
-    machine that frees no later and holds ``k_A`` strictly lowers the cost.)
+    Columns are pruned without losing any optimum. Moving the first job of a machine B
+    with ``k_B`` jobs to the front of a machine A with ``k_A`` jobs changes the cost by
+    ``(k_A + 1 - k_B) p + omega_A - omega_B``, so in an optimal matching ``k_A >= k_B`` if
+    A frees strictly earlier than B, and ``k_A >= k_B - 1`` if at the same time. Among the
+    machines of one device type sorted by ``omega``, the ``r``-th, with ``s`` machines
+    freeing strictly earlier and ``e = r - 1 - s`` at the same time, thus holds at most
+    ``floor((n_t + e) / r)`` jobs (0 once ``s >= n_t``: only the ``n_t`` earliest machines
+    can be used), ``n_t`` being the number of jobs that can run on that type; each of
+    ``c`` idle, identical machines holds at most ``ceil(n_t / c)``.
 
     Args:
         p: float64[n, C], processing time of each job on each device type (inf = cannot run).
@@ -274,7 +290,14 @@ def match_first_jobs(p: np.ndarray, arrival: np.ndarray, pool: MachinePool
     n_t = np.zeros(n_dev, dtype=np.int64)
     n_t[: p.shape[1]] = np.isfinite(p).sum(axis=0)
     n_t = n_t[dev_s]
-    kmax = np.where(idle_s & (c0 > 0), -(-n_t // np.maximum(c0, 1)), -(-n_t // rank))
+    # s: machines of the type that free strictly earlier; e = rank - 1 - s free at the same time
+    om_s = pool.omega[order]
+    new_run = np.ones(m, dtype=bool)
+    new_run[1:] = (dev_s[1:] != dev_s[:-1]) | (om_s[1:] != om_s[:-1])
+    first_eq = np.maximum.accumulate(np.where(new_run, np.arange(m), 0))
+    s = first_eq - (np.arange(m) + 1 - rank)
+    e = rank - 1 - s
+    kmax = np.where(idle_s & (c0 > 0), -(-n_t // np.maximum(c0, 1)), (n_t + e) // rank)
     total = int(kmax.sum())
     if total == 0:
         return first, 0.0

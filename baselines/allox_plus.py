@@ -17,7 +17,7 @@ from baselines.allox_machines import MachinePool
 from hetgym.decisions import Decision, Start
 from hetgym.sim.view import CapacityModel, View
 
-__all__ = ["AlloXPlus", "list_schedule_nb", "take_machines_nb"]
+__all__ = ["AlloXPlus", "list_schedule_nb", "plus_order_nb", "take_machines_nb"]
 
 
 def _list_schedule(view: View, jobs: np.ndarray, p: np.ndarray, pool: MachinePool,
@@ -25,9 +25,9 @@ def _list_schedule(view: View, jobs: np.ndarray, p: np.ndarray, pool: MachinePoo
     """Greedy list scheduling: each job in turn takes the machines on which it would
     complete earliest; it starts now if they are idle, else it reserves them.
 
-    The walk runs in :func:`list_schedule_nb` up to the next job that would start
-    now; this loop places it (if the placement fails, its machines stay as they
-    were and the walk goes on).
+    ``p[j]``: processing times of job ``j`` (rows indexed by job id, as ``jobs``). The walk
+    runs in :func:`list_schedule_nb` up to the next job that would start now; this loop
+    places it (if the placement fails, its machines stay as they were and the walk goes on).
     """
     n_dev = p.shape[1]
     present = np.zeros(n_dev, dtype=np.bool_)
@@ -35,16 +35,18 @@ def _list_schedule(view: View, jobs: np.ndarray, p: np.ndarray, pool: MachinePoo
     free_at = np.full((n_dev, max(1, int(counts.max(initial=0)))), np.inf)
     for d in np.flatnonzero(counts).tolist():
         present[d] = True
-        free_at[d, : counts[d]] = np.sort(pool.omega[pool.dev == d])
+        free_at[d, : counts[d]] = np.sort(pool.omega[pool.dev == d])  # sorted = a min-heap
     jobs = np.ascontiguousarray(jobs, dtype=np.int64)
     p = np.ascontiguousarray(p, dtype=np.float64)
     workers = np.ascontiguousarray(view.workers, dtype=np.int64)
     now = pool.now
     idle_left = int(pool.idle.sum())
+    tmp = np.empty(max(1, int(workers.max(initial=1))), dtype=np.float64)
     out: list[Decision] = []
     k = 0
     while True:
-        k, d = list_schedule_nb(jobs, p, workers, now, idle_left, free_at, counts, present, k)
+        k, d, start_at = list_schedule_nb(jobs, p, workers, now, idle_left, free_at, counts, present,
+                                          k, tmp)
         if k < 0:
             return out
         job = int(jobs[k])
@@ -53,65 +55,156 @@ def _list_schedule(view: View, jobs: np.ndarray, p: np.ndarray, pool: MachinePoo
         if pl is not None:
             out.append(Start(job, d, pl))
             idle_left -= w
-            take_machines_nb(free_at, counts, d, w, free_at[d, w - 1] + p[k, d])
+            take_machines_nb(free_at, counts, d, w, start_at + p[job, d])
         k += 1
 
 
 @njit(cache=True)
-def take_machines_nb(free_at, counts, d, w, until):
-    """The ``w`` machines of type ``d`` that free first (row ``d`` of ``free_at``, sorted,
-    ``counts[d]`` long) are taken until ``until``."""
-    n = counts[d]
-    for i in range(n - w):
-        free_at[d, i] = free_at[d, i + w]
-    pos = n - w
-    while pos > 0 and free_at[d, pos - 1] > until:
-        pos -= 1
-    for i in range(n - 1, pos + w - 1, -1):
-        free_at[d, i] = free_at[d, i - w]
-    for i in range(pos, pos + w):
-        free_at[d, i] = until
+def _sift_down(h, n, i):
+    while True:
+        c = 2 * i + 1
+        if c >= n:
+            return
+        if c + 1 < n and h[c + 1] < h[c]:
+            c += 1
+        if h[c] < h[i]:
+            h[i], h[c] = h[c], h[i]
+            i = c
+        else:
+            return
 
 
 @njit(cache=True)
-def list_schedule_nb(jobs, p, workers, now, idle_left, free_at, counts, present, k):
+def _pop(h, n):
+    """Remove the least of ``h[:n]`` (a min-heap) and return it."""
+    top = h[0]
+    h[0] = h[n - 1]
+    h[n - 1] = np.inf
+    _sift_down(h, n - 1, 0)
+    return top
+
+
+@njit(cache=True)
+def _push(h, n, x):
+    """Add ``x`` to the min-heap ``h[:n]`` (``h`` has room for ``n + 1``)."""
+    i = n
+    h[i] = x
+    while i > 0:
+        parent = (i - 1) // 2
+        if h[i] < h[parent]:
+            h[i], h[parent] = h[parent], h[i]
+            i = parent
+        else:
+            return
+
+
+@njit(cache=True)
+def wth_free_nb(free_at, counts, d, w, tmp):
+    """When the ``w``-th machine of type ``d`` frees (the ``w``-th least of the min-heap
+    ``free_at[d, :counts[d]]``; the heap keeps its values)."""
+    if w == 1:
+        return free_at[d, 0]
+    n = counts[d]
+    h = free_at[d]
+    for i in range(w):
+        tmp[i] = _pop(h, n - i)
+    for i in range(w):
+        _push(h, n - w + i, tmp[i])
+    return tmp[w - 1]
+
+
+@njit(cache=True)
+def take_machines_nb(free_at, counts, d, w, until):
+    """The ``w`` machines of type ``d`` that free first (the min-heap ``free_at[d,
+    :counts[d]]``) are taken until ``until``."""
+    n = counts[d]
+    h = free_at[d]
+    for i in range(w):
+        _pop(h, n - i)
+    for i in range(w):
+        _push(h, n - w + i, until)
+
+
+@njit(cache=True)
+def list_schedule_nb(jobs, p, workers, now, idle_left, free_at, counts, present, k, tmp):
     """AlloX+'s list scheduling from the ``k``-th of the ordered ``jobs`` on.
 
-    ``p[i, d]``: processing time of ``jobs[i]`` on type ``d`` (inf: cannot run);
-    ``free_at[d, :counts[d]]``: sorted times at which the machines of type ``d`` free
-    (types with ``present[d]`` only). Each job takes the ``W`` machines of the type
-    where it would complete earliest (first type on ties); a job that would start
+    ``p[j, d]``: processing time of job ``j`` on type ``d`` (inf: cannot run);
+    ``free_at[d, :counts[d]]``: a min-heap of the times at which the machines of type
+    ``d`` free (types with ``present[d]`` only). Each job takes the ``W`` machines of the
+    type where it would complete earliest (first type on ties); a job that would start
     later reserves them (``free_at`` is updated) and the walk goes on. Returns
-    ``(i, d)`` for the next job that would start now on type ``d`` (nothing taken
-    for it yet), or ``(-1, -1)`` once no job is left or no machine is idle.
+    ``(i, d, start)`` for the next job that would start now on type ``d`` (nothing taken
+    for it yet), or ``(-1, -1, 0)`` once no job is left or no machine is idle.
     """
     n_dev = p.shape[1]
     while k < jobs.shape[0]:
         if idle_left <= 0:
-            return -1, -1
+            return -1, -1, 0.0
         idle = False
         for d in range(n_dev):
             if present[d] and free_at[d, 0] <= now:
                 idle = True
         if not idle:
-            return -1, -1  # later jobs could only reserve
-        w = workers[jobs[k]]
+            return -1, -1, 0.0  # later jobs could only reserve
+        j = jobs[k]
+        w = workers[j]
         best = np.inf
         bd = -1
+        bs = 0.0
         for d in range(n_dev):
-            if not present[d] or not np.isfinite(p[k, d]) or counts[d] < w:
+            if not present[d] or not np.isfinite(p[j, d]) or counts[d] < w:
                 continue
-            done = free_at[d, w - 1] + p[k, d]
+            s = wth_free_nb(free_at, counts, d, w, tmp)
+            done = s + p[j, d]
             if done < best:
                 best = done
                 bd = d
+                bs = s
         if bd >= 0:
-            start_at = free_at[bd, w - 1]
-            if start_at <= now:
-                return k, bd
-            take_machines_nb(free_at, counts, bd, w, start_at + p[k, bd])
+            if bs <= now:
+                return k, bd, bs
+            take_machines_nb(free_at, counts, bd, w, bs + p[j, bd])
         k += 1
-    return -1, -1
+    return -1, -1, 0.0
+
+
+@njit(cache=True)
+def plus_order_nb(q, arrival, key, now, timeout, out):
+    """AlloX+'s order of the waiting jobs ``q`` into ``out``: jobs waiting longer than
+    ``timeout`` first, longest waiting first, then the others by ``key`` (least
+    processing time), ties in queue order (``np.lexsort((key, ~late))`` of the plain
+    rule)."""
+    n = q.shape[0]
+    nl = 0
+    in_order = True
+    last = -np.inf
+    for i in range(n):
+        j = q[i]
+        if now - arrival[j] > timeout:
+            out[nl] = j
+            nl += 1
+            neg = -(now - arrival[j])
+            if neg < last:
+                in_order = False
+            last = neg
+    if not in_order:
+        ks = np.empty(nl)
+        for i in range(nl):
+            ks[i] = -(now - arrival[out[i]])
+        out[:nl] = out[:nl][np.argsort(ks, kind="mergesort")]
+    rest = np.empty(n - nl, dtype=np.int64)
+    m = 0
+    for i in range(n):
+        j = q[i]
+        if not (now - arrival[j] > timeout):
+            rest[m] = j
+            m += 1
+    ks = np.empty(m)
+    for i in range(m):
+        ks[i] = key[rest[i]]
+    out[nl:n] = rest[np.argsort(ks, kind="mergesort")]
+    return n
 
 
 @dataclass
@@ -125,8 +218,14 @@ class AlloXPlus:
     each job takes the machine(s) on which it would complete earliest (the
     machine's free time ``omega`` plus its processing time there). It starts now if
     those machines are idle; otherwise it reserves them (their ``omega`` moves on)
-    and waits, so a job may wait for a GPU rather than take a slow CPU. Nothing is
-    kept between decision points. The paper gives no timeout value.
+    and waits, so a job may wait for a GPU rather than take a slow CPU. Only the jobs'
+    processing times are kept between decision points (computed once at ``reset``). The
+    paper gives no timeout value.
+
+    Cost per decision point: one pass over the queue (:func:`plus_order_nb`), a sort of
+    the jobs that have not timed out (under load most have), and a walk that stops at
+    the first job that starts; machines' free times are min-heaps per device type, so a
+    reservation costs ``O(W log m)``, not ``O(m)``.
 
     Attributes:
         timeout: Waiting time (s) after which a job is prioritised.
@@ -136,20 +235,21 @@ class AlloXPlus:
     round_length: float | None = None
 
     def reset(self, view: View) -> None:
-        """Nothing to reset."""
+        """Precompute every job's processing times (they do not change: AlloX+ never
+        preempts, and ``View.durations`` is of all the work)."""
+        self._p = np.ascontiguousarray(view.durations(np.arange(view.n_jobs)), dtype=np.float64)
+        self._key = self._p.min(axis=1) if view.n_jobs else np.zeros(0)
+        self._arrival = np.ascontiguousarray(view.arrival, dtype=np.float64)
+        self._order = np.empty(view.n_jobs, dtype=np.int64)
 
     def decide(self, view: View) -> list[Decision]:
         """List-schedule the waiting jobs on the machines."""
-        q = np.asarray(view.queue)
-        if len(q) == 0:
+        got = MachinePool.at_decision(view)
+        if got is None:
             return []
-        cap = view.capacity()
-        pool = MachinePool.from_view(view, cap)
-        if not pool.idle.any():
-            return []
-        p = view.durations(q)
-        waited = view.now - np.asarray(view.arrival)[q]
-        late = waited > self.timeout
-        key = np.where(late, -waited, p.min(axis=1))
-        order = np.lexsort((key, ~late))
-        return _list_schedule(view, q[order], p[order], pool, cap)
+        q, cap, pool = got
+        if not hasattr(self, "_p"):
+            self.reset(view)
+        n = plus_order_nb(np.ascontiguousarray(q, dtype=np.int64), self._arrival, self._key,
+                          float(view.now), float(self.timeout), self._order)
+        return _list_schedule(view, self._order[:n], self._p, pool, cap)
