@@ -207,6 +207,12 @@ def plus_order_nb(q, arrival, key, now, timeout, out):
     return n
 
 
+def _view_key(view: View) -> tuple[int, int, int]:
+    """What identifies the jobs a view shows: the view, its job count, its arrival buffer."""
+    arr = np.asarray(view.arrival)
+    return id(view), int(view.n_jobs), int(arr.__array_interface__["data"][0])
+
+
 @dataclass
 class AlloXPlus:
     """AlloX+, the heuristic version of AlloX (sec. 4.4, 5.1.1).
@@ -241,6 +247,7 @@ class AlloXPlus:
         self._key = self._p.min(axis=1) if view.n_jobs else np.zeros(0)
         self._arrival = np.ascontiguousarray(view.arrival, dtype=np.float64)
         self._order = np.empty(view.n_jobs, dtype=np.int64)
+        self._for = _view_key(view)
 
     def decide(self, view: View) -> list[Decision]:
         """List-schedule the waiting jobs on the machines."""
@@ -248,8 +255,8 @@ class AlloXPlus:
         if got is None:
             return []
         q, cap, pool = got
-        if not hasattr(self, "_p"):
-            self.reset(view)
+        if getattr(self, "_for", None) != _view_key(view):
+            self.reset(view)  # not reset for this view (e.g. a teacher moved to a new episode)
         n = plus_order_nb(np.ascontiguousarray(q, dtype=np.int64), self._arrival, self._key,
                           float(view.now), float(self.timeout), self._order)
         return _list_schedule(view, self._order[:n], self._p, pool, cap)

@@ -230,3 +230,20 @@ class PlainAlloXPlus(AlloXPlus):
 def test_allox_plus_matches_plain_rule(name, kw, timeout) -> None:
     sc = hetgym.scenarios.get(name, **kw)
     assert_same_schedule(sc, AlloXPlus(timeout=timeout), PlainAlloXPlus(timeout=timeout))
+
+
+def test_allox_plus_resets_itself_for_a_new_view() -> None:
+    """Kept processing times belong to one view: a decision on another view without a
+    reset (a teacher moved to a new episode) recomputes them."""
+    from hetgym.sim.engine import Simulator
+
+    a = Simulator(hetgym.scenarios.get("fitgpp-lab", n_jobs=60, seed=1))
+    b = Simulator(hetgym.scenarios.get("allox-hybrid", setting="paper", n_jobs=80, seed=2))
+    for sim in (a, b):
+        while not len(sim.view.queue):
+            sim.advance()
+    reused, fresh = AlloXPlus(), AlloXPlus()
+    reused.reset(a.view)
+    fresh.reset(b.view)
+    got = [(s.job, s.device) for s in reused.decide(b.view)]
+    assert got == [(s.job, s.device) for s in fresh.decide(b.view)] and got
