@@ -1,4 +1,5 @@
-"""Scenarios of the AlloX paper; importing this module registers ``allox-hybrid``.
+"""Scenarios of the AlloX paper; importing this module registers ``allox-hybrid`` and
+``allox-paper`` (``allox-hybrid`` with ``setting="paper"``, :mod:`hetgym.presets.allox_paper`).
 
 The AlloX schedulers that run on them are in ``baselines.allox`` and ``baselines.drf``.
 
@@ -165,4 +166,14 @@ def allox_hybrid(n_jobs: int | None = None, seed: int = 0, users: int = 10, load
                     options=SimOptions(cpu_slot_cores=20, restart_delay=0.0))
 
 
+def allox_paper_regime(n_jobs: int | None = None, seed: int = 0, users: int = 10, load: float = 0.9,
+                       mean_duration: float = 1800.0, sigma: float = 1.0) -> Scenario:
+    """``allox-hybrid`` in the paper's simulation regime (``setting="paper"``; see
+    :mod:`hetgym.presets.allox_paper`): 10 users x 1,024 jobs, load 0.9 on speed-weighted
+    capacity."""
+    return allox_hybrid(n_jobs=n_jobs, seed=seed, users=users, load=load, mean_duration=mean_duration,
+                        sigma=sigma, setting="paper")
+
+
 scenarios.register("allox-hybrid", allox_hybrid)
+scenarios.register("allox-paper", allox_paper_regime)

@@ -56,6 +56,8 @@ def test_paper_setting_options_and_errors() -> None:
     assert len(sc.workload.frame) == 95
     assert offered_loads(sc)["hybrid"] == pytest.approx(0.5)
     assert len(hetgym.scenarios.get("allox-hybrid").workload.frame) == 914  # default unchanged
+    alias = hetgym.scenarios.get("allox-paper", n_jobs=95, load=0.5, seed=0)
+    pd.testing.assert_frame_equal(alias.workload.frame, sc.workload.frame)
     with pytest.raises(ValueError, match="setting"):
         hetgym.scenarios.get("allox-hybrid", setting="papers")
     with pytest.raises(ValueError, match="load"):
