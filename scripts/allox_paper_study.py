@@ -77,11 +77,44 @@ def run_metrics(sc: Any, name: str, seed: int) -> dict[str, float]:
     mine = jobs["user"].to_numpy() == longest_user
     done = int(((jobs["end"].to_numpy(float) <= last_arrival) & jobs["finished"].to_numpy(bool) & mine).sum())
     std, _ = allox_progress_timeline(res, sc)
-    return {"avg_jct": float(m["avg_jct"]), "util_cpu": float(m["util_cpu"]),
+    return {**device_mix(jobs), "avg_jct": float(m["avg_jct"]), "util_cpu": float(m["util_cpu"]),
             "util_k80": float(m["util_k80"]), "progress_std": float(std),
             "long1_jct": float(jobs["jct"].to_numpy(float)[top].mean()),
             "longuser_done": float(done), "longuser_jobs": float(mine.sum()),
             "unfinished": float(m["unfinished_jobs"]), "cpu_s": cpu_s}
+
+
+def device_mix(jobs: pd.DataFrame, timeout: float = 3600.0) -> dict[str, float]:
+    """Where the jobs ran and how long they waited: share of jobs on the CPUs, their mean
+    run time over their best run time, and the share that waited longer than ``timeout``."""
+    cpu = (jobs["device"] == "cpu").to_numpy()
+    slow = (jobs["exec_time"] / jobs["best_duration"]).to_numpy(float)
+    return {"on_cpu": float(cpu.mean()), "cpu_slowdown": float(slow[cpu].mean()) if cpu.any() else 0.0,
+            "slowdown": float(slow.mean()), "waited_1h": float((jobs["wait"] > timeout).mean())}
+
+
+def diagnose(seed: int = 0, n_jobs: int | None = None) -> str:
+    """Evidence for the gaps: device mix of AlloX, DRFA, ES, both SRPTs and AlloX+ at three
+    timeouts, and the spread of the users' mean speedups (what DRFA averages over)."""
+    import hetgym
+    from baselines.allox_plus import AlloXPlus
+
+    sc = hetgym.scenarios.get("allox-hybrid", setting="paper", seed=seed, n_jobs=n_jobs)
+    f = sc.workload.frame
+    per_user = (f["tput_k80"] / f["tput_cpu"]).groupby(f["user"]).mean()
+    lines = [f"seed {seed}: users' mean GPU/CPU speedup {per_user.min():.2f}-{per_user.max():.2f} "
+             f"(std {per_user.std(ddof=0):.2f})", "",
+             ("| scheduler | avg JCT (s) | jobs on CPUs | their run time / best | all jobs: run time / best "
+              "| waited > 1 h |"), "|---|---|---|---|---|---|"]
+    runs = [(n, lambda n=n: make(n)) for n in ("allox", "drfa", "es", "srpt", "srpt[fastest-only]", "allox+")]
+    runs += [(f"allox+[timeout={t}]", lambda v=v: AlloXPlus(timeout=v))
+             for t, v in (("4h", 4 * 3600.0), ("inf", float("inf")))]
+    for name, mk in runs:
+        res = hetgym.simulate(sc, mk(), seed=seed)
+        m = device_mix(res.jobs)
+        lines.append(f"| {name} | {res.jobs['jct'].mean():.0f} | {m['on_cpu']:.3f} | {m['cpu_slowdown']:.2f} "
+                     f"| {m['slowdown']:.2f} | {m['waited_1h']:.3f} |")
+    return "\n".join(lines)
 
 
 def run(seeds: list[int], n_jobs: int | None, names: list[str], log: Callable[[str], None] | None = None,
