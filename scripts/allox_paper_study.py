@@ -13,7 +13,8 @@ The figures' claims come from the text (sec. 5.2.1-5.2.4); Figs. 11-12 are the p
 idle, ES/DRFA use them) are checked in the simulated regime.
 
 Used by ``python scripts/allox_study.py --paper-regime [--quick]``; other scripts import
-:func:`paper_regime_rows` (rows as dicts with the fields of ``hetgym.reproduction.Row``).
+:func:`paper_regime_rows` (rows as dicts with exactly the fields of
+``hetgym.reproduction.Row``, :data:`ROW_FIELDS`).
 """
 
 from __future__ import annotations
@@ -213,22 +214,34 @@ def rows_from(df: pd.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+#: The fields of ``hetgym.reproduction.Row`` that :func:`paper_regime_rows` fills.
+ROW_FIELDS = ("family", "claim", "source", "paper", "ours", "check", "neutral", "sense", "setting", "link",
+              "note", "example")
+
+
 def paper_regime_rows(quick: bool = False, seeds: list[int] | None = None, n_jobs: int | None = None,
                       csv: Path | None = None) -> list[dict[str, Any]]:
     """Run the paper's regime and return its rows (Figs. 11-16; :func:`rows_from`).
 
     ``quick``: seed 0, 2,000 jobs (200 per user) and no alpha 0.2 / 0.5 runs: about 1-3
     minutes on 2 cores. Otherwise seeds 0-2 at the paper's size (10 x 1,024 jobs).
-    Each row is a dict with the fields of ``hetgym.reproduction.Row`` (``family``,
-    ``claim``, ``source``, ``paper``, ``ours``, ``check``, ``neutral``, ``sense``,
-    ``setting``, ``link``, ``note``, ``example``) plus ``seeds_agree`` and ``ours_std``.
+    Each row is a dict with exactly the fields of ``hetgym.reproduction.Row``
+    (:data:`ROW_FIELDS`: ``Row(**row)`` builds it); the note ends with how many seeds
+    agree with the paper's direction.
     """
     if seeds is None:
         seeds = [0] if quick else [0, 1, 2]
     if n_jobs is None and quick:
         n_jobs = QUICK_JOBS
-    log = lambda s: print(s, file=sys.stderr, flush=True)
-    return rows_from(run(seeds, n_jobs, QUICK if quick else FULL, log, csv))
+    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    rows = rows_from(run(seeds, n_jobs, QUICK if quick else FULL, log, csv))
+    out = []
+    for r in rows:
+        row = {k: r[k] for k in ROW_FIELDS}
+        agree = f"direction on {r['seeds_agree']} seeds"
+        row["note"] = f"{r['note']}; {agree}" if r["note"] else agree
+        out.append(row)
+    return out
 
 
 def _fmt(x: float | None) -> str:

@@ -90,3 +90,17 @@ def test_rows_judge_directions_per_seed() -> None:
     assert r["paper"] is None and r["sense"] == "<" and r["seeds_agree"] == "1/2"
     table = ps.markdown(list(rows.values()))
     assert "| sec. 5.2.2, Fig. 13 | avg JCT reduction, AlloX (alpha 0.1) vs DRFF [%] | 95 |" in table
+
+
+def test_paper_regime_rows_quick_shape(monkeypatch) -> None:
+    """``paper_regime_rows`` (what scripts/reproduce.py imports) returns dicts with exactly
+    the Row fields; the runs are stubbed here (the study itself is measured in docs)."""
+    names = ps.QUICK
+    monkeypatch.setattr(ps, "run", lambda seeds, n_jobs, got, log=None, csv=None:
+                        _frame({n: [100.0 - 50.0 * (n == "allox")] for n in got}))
+    rows = ps.paper_regime_rows(quick=True)
+    assert rows and all(tuple(r) == ps.ROW_FIELDS for r in rows)
+    r = rows[0]
+    assert r["paper"] == 95.0 and r["ours"] == pytest.approx(50.0)
+    assert r["note"].endswith("direction on 1/1 seeds")
+    assert set(names) >= {"allox", "drff", "drfs", "es", "drfa", "srpt[fastest-only]"}
