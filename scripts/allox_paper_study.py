@@ -103,8 +103,8 @@ def diagnose(seed: int = 0, n_jobs: int | None = None) -> str:
     sc = hetgym.scenarios.get("allox-hybrid", setting="paper", seed=seed, n_jobs=n_jobs)
     f = sc.workload.frame
     per_user = (f["tput_k80"] / f["tput_cpu"]).groupby(f["user"]).mean()
-    lines = [f"seed {seed}: users' mean GPU/CPU speedup {per_user.min():.2f}-{per_user.max():.2f} "
-             f"(std {per_user.std(ddof=0):.2f})", "",
+    lines = [(f"seed {seed}: users' mean GPU/CPU speedup {per_user.min():.2f}-{per_user.max():.2f} "
+              f"(std {per_user.std(ddof=0):.2f})"), "",
              ("| scheduler | avg JCT (s) | jobs on CPUs | their run time / best | all jobs: run time / best "
               "| waited > 1 h |"), "|---|---|---|---|---|---|"]
     runs = [(n, lambda n=n: make(n)) for n in ("allox", "drfa", "es", "srpt", "srpt[fastest-only]", "allox+")]
@@ -233,7 +233,7 @@ def paper_regime_rows(quick: bool = False, seeds: list[int] | None = None, n_job
         seeds = [0] if quick else [0, 1, 2]
     if n_jobs is None and quick:
         n_jobs = QUICK_JOBS
-    log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    log = lambda s: print(s, file=sys.stderr, flush=True)
     rows = rows_from(run(seeds, n_jobs, QUICK if quick else FULL, log, csv))
     out = []
     for r in rows:
