@@ -70,7 +70,7 @@ class DecisionEnv(gym.Env):
                  window: int, max_candidates: int, n_jobs: int | None,
                  round_length: float | bool | None, every_event: bool,
                  invalid_action: str, reward_scale: float, max_steps: int | None,
-                 render_mode: str | None, time_scale: float) -> None:
+                 render_mode: str | None, time_scale: float, skip_forced: bool = False) -> None:
         sc = scenario if isinstance(scenario, Scenario) else _scenarios.get(
             scenario, **(scenario_kwargs or {}))
         if invalid_action not in ("done", "raise"):
@@ -88,6 +88,7 @@ class DecisionEnv(gym.Env):
             float(round_length) if round_length else None)
         self.every_event = bool(every_event)
         self.rounds_only = False  # ask the agent at round boundaries only (HetClusterRounds-v0)
+        self.skip_forced = bool(skip_forced)
         self.invalid_action = invalid_action
         self.reward_scale, self.time_scale = float(reward_scale), float(time_scale)
         self.render_mode = render_mode
@@ -145,7 +146,7 @@ class DecisionEnv(gym.Env):
         if on_start is not None:
             on_start(sim.view)
         self._ended = not self._next_point()
-        self._refresh()
+        self._refresh_point()
         return self._obs(), self._info(None)
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
@@ -165,7 +166,7 @@ class DecisionEnv(gym.Env):
         else:
             self.act(a)
             self._acted = True
-        self._refresh()
+        self._refresh_point()
         terminated = bool(sim.finished)
         truncated = (not terminated) and (self._ended or self.steps >= self.max_steps)
         terms = self.reward.step_terms(sim, truncated)
@@ -294,6 +295,15 @@ class DecisionEnv(gym.Env):
             self._ended = True  # every later timed instant would change nothing either
             return
         self._ended = not self._next_point()
+
+    def _refresh_point(self) -> None:
+        """:meth:`_refresh`; with ``skip_forced``, first ``done`` at every decision point
+        where ``done`` is the only feasible action."""
+        self._refresh()
+        while self.skip_forced and not self._ended and not self._mask[:-1].any() \
+                and not self.sim.finished:
+            self._finish_point()
+            self._refresh()
 
     def _refresh(self) -> None:
         """Window, candidates and mask of the current state."""

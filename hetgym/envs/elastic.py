@@ -93,7 +93,8 @@ class HetClusterElasticEnv(DecisionEnv):
     (R, 8), ``max_candidates`` (M; default the longest list the cluster allows, at most 64),
     ``n_jobs`` (64; None = all), ``round_length`` (300 s; None: events only),
     ``every_event`` (True), ``invalid_action`` (done, raise), ``reward_scale`` (3600),
-    ``max_steps`` (40 x jobs + 1000), ``render_mode`` (ansi), ``time_scale`` (3600).
+    ``max_steps`` (40 x jobs + 1000), ``render_mode`` (ansi), ``time_scale`` (3600),
+    ``skip_forced`` (as ``HetClusterPlacement-v0``).
 
     ## Version History
     * v0: initial release.
@@ -110,7 +111,8 @@ class HetClusterElasticEnv(DecisionEnv):
                  n_jobs: int | None = 64, round_length: float | bool | None = 300.0,
                  every_event: bool = True, invalid_action: str = "done",
                  reward_scale: float = 3600.0, max_steps: int | None = None,
-                 render_mode: str | None = None, time_scale: float = SCALE) -> None:
+                 render_mode: str | None = None, time_scale: float = SCALE,
+                 skip_forced: bool = False) -> None:
         sc = scenario if isinstance(scenario, Scenario) else _scenarios.get(
             scenario, **(scenario_kwargs or {}))
         self.queue_window, self.run_window = int(window), int(run_window)
@@ -120,7 +122,8 @@ class HetClusterElasticEnv(DecisionEnv):
             max_candidates = min(64, _largest_list(sc))
         super().__init__(sc, None, self.queue_window + self.run_window, max_candidates, n_jobs,
                          round_length, every_event, invalid_action, reward_scale, max_steps,
-                         render_mode, time_scale)
+                         render_mode, time_scale,
+                         skip_forced)
         self._gmax = max(1, max(spec.gpus for spec in sc.cluster.nodes))
 
     def reset(self, *, seed: int | None = None,

@@ -90,7 +90,10 @@ class HetClusterPlacementEnv(DecisionEnv):
     ``max_candidates`` (M; default: the largest candidate list the scenario's jobs can
     have, at most 64), ``n_jobs`` (64; None = all), ``round_length`` (None),
     ``every_event`` (False), ``invalid_action`` (done, raise), ``reward_scale`` (3600),
-    ``max_steps`` (default 40 x jobs + 1000), ``render_mode`` (ansi), ``time_scale`` (3600).
+    ``max_steps`` (default 40 x jobs + 1000), ``render_mode`` (ansi), ``time_scale`` (3600),
+    ``skip_forced`` (False; True: decision points where only ``done`` is feasible are passed
+    by themselves, for learners: a scheduler acting through :class:`SchedulerAgent` needs
+    False, since it is called at every one of its decision points).
 
     ## Version History
     * v0: initial release.
@@ -106,13 +109,14 @@ class HetClusterPlacementEnv(DecisionEnv):
                  round_length: float | bool | None = None, every_event: bool = False,
                  invalid_action: str = "done", reward_scale: float = 3600.0,
                  max_steps: int | None = None, render_mode: str | None = None,
-                 time_scale: float = SCALE) -> None:
+                 time_scale: float = SCALE, skip_forced: bool = False) -> None:
         sc = scenario if isinstance(scenario, Scenario) else _scenarios.get(
             scenario, **(scenario_kwargs or {}))
         if max_candidates is None:
             max_candidates = min(64, _largest_list(sc))
         super().__init__(sc, None, window, max_candidates, n_jobs, round_length, every_event,
-                         invalid_action, reward_scale, max_steps, render_mode, time_scale)
+                         invalid_action, reward_scale, max_steps, render_mode, time_scale,
+                         skip_forced)
 
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:

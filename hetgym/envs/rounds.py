@@ -75,7 +75,8 @@ class HetClusterRoundsEnv(DecisionEnv):
     ``scenario`` (``hadar-sim``), ``scenario_kwargs``, ``window`` (K, 32), ``n_jobs``
     (64; None = all), ``round_length`` (True: the scenario's), ``invalid_action`` (done,
     raise), ``reward_scale`` (3600), ``max_steps`` (default 40 x jobs x largest gang +
-    1000), ``render_mode`` (ansi), ``time_scale`` (3600).
+    1000), ``render_mode`` (ansi), ``time_scale`` (3600), ``skip_forced`` (as
+    ``HetClusterPlacement-v0``).
 
     ## Version History
     * v0: initial release.
@@ -90,7 +91,8 @@ class HetClusterRoundsEnv(DecisionEnv):
                  n_jobs: int | None = 64, round_length: float | bool | None = True,
                  every_event: bool = True, invalid_action: str = "done",
                  reward_scale: float = 3600.0, max_steps: int | None = None,
-                 render_mode: str | None = None, time_scale: float = SCALE) -> None:
+                 render_mode: str | None = None, time_scale: float = SCALE,
+                 skip_forced: bool = False) -> None:
         sc = scenario if isinstance(scenario, Scenario) else _scenarios.get(
             scenario, **(scenario_kwargs or {}))
         if not round_length:
@@ -103,7 +105,7 @@ class HetClusterRoundsEnv(DecisionEnv):
             max_steps = 40 * n * widest + 1000
         super().__init__(sc, None, window, self.n_nodes * self.G + 2, n_jobs, round_length,
                          every_event, invalid_action, reward_scale, max_steps, render_mode,
-                         time_scale)
+                         time_scale, skip_forced)
         self.rounds_only = True
         self.n_gpu_actions = self.n_nodes * self.G
 

@@ -1,0 +1,59 @@
+"""What the three decision envs share (hetgym/envs/decision_base.py): skip_forced."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import pandas as pd
+import pytest
+
+import baselines
+from hetgym import scenarios
+from hetgym.envs.decision_base import SchedulerAgent, play
+from hetgym.metrics import job_table
+
+CASES = [("HetClusterPlacement-v0", "topo-sim", {}, {"window": 4}),
+         ("HetClusterElastic-v0", "andreas-sim", {}, {"window": 4, "run_window": 3}),
+         ("HetClusterRounds-v0", "hadar-sim", {"n_jobs": 24}, {"window": 6})]
+
+
+@pytest.mark.parametrize("env_id,name,skw,kw", CASES, ids=[c[0] for c in CASES])
+def test_skip_forced_never_stops_where_only_done_is_feasible(env_id, name, skw, kw):
+    env = gym.make(env_id, scenario=scenarios.get(name, **skw), n_jobs=12, skip_forced=True,
+                   max_steps=120, **kw)
+    rng = np.random.default_rng(0)
+    env.reset(seed=1)
+    ends = 0
+    for _ in range(300):
+        mask = env.unwrapped.action_masks()
+        assert mask[:-1].any()
+        _, _, term, trunc, info = env.step(int(rng.choice(np.flatnonzero(mask))))
+        if term or trunc:
+            ends += 1
+            assert info["done"] == 12 or trunc
+            env.reset()
+    assert ends >= 1
+
+
+def test_skip_forced_keeps_the_run_of_a_stateless_scheduler():
+    """topo-bf decides nothing where nothing fits: skipping those points changes nothing."""
+    runs = []
+    for skip in (False, True):
+        env = gym.make("HetClusterPlacement-v0", scenario="topo-sim", n_jobs=None, window=100,
+                       skip_forced=skip)
+        steps, _ = play(env, SchedulerAgent(baselines.make("topo-bf")), seed=0)
+        runs.append((len(steps), job_table(env.unwrapped.sim)))
+    assert runs[1][0] < runs[0][0]  # fewer steps
+    pd.testing.assert_frame_equal(runs[0][1], runs[1][1])
+
+
+@pytest.mark.parametrize("env_id,name,skw,kw", CASES, ids=[c[0] for c in CASES])
+def test_make_vec_gives_gymnasiums_sync_vectorisation(env_id, name, skw, kw):
+    """No vector_entry_point yet: gym.make_vec runs N copies (SyncVectorEnv); masks by call."""
+    v = gym.make_vec(env_id, num_envs=2, scenario=scenarios.get(name, **skw), n_jobs=8, **kw)
+    obs, info = v.reset(seed=0)
+    assert obs.shape == (2,) + v.single_observation_space.shape
+    masks = np.stack(v.call("action_masks"))
+    np.testing.assert_array_equal(masks, info["action_mask"])
+    _, r, _, _, _ = v.step(np.array([np.flatnonzero(m)[0] for m in masks]))
+    assert r.shape == (2,)
