@@ -223,8 +223,8 @@ def paper_regime_rows(quick: bool = False, seeds: list[int] | None = None, n_job
                       csv: Path | None = None) -> list[dict[str, Any]]:
     """Run the paper's regime and return its rows (Figs. 11-16; :func:`rows_from`).
 
-    ``quick``: seed 0, 2,000 jobs (200 per user) and no alpha 0.2 / 0.5 runs: about 1-3
-    minutes on 2 cores. Otherwise seeds 0-2 at the paper's size (10 x 1,024 jobs).
+    ``quick``: seed 0, 2,000 jobs (200 per user) and no alpha 0.2 / 0.5 runs: 45 s on the
+    shared 2-core machine (9 s of simulation CPU). Otherwise seeds 0-2 at the paper's size (10 x 1,024 jobs).
     Each row is a dict with exactly the fields of ``hetgym.reproduction.Row``
     (:data:`ROW_FIELDS`: ``Row(**row)`` builds it); the note ends with how many seeds
     agree with the paper's direction.

@@ -15,8 +15,8 @@ Examples::
     python scripts/allox_study.py                       # tables + sweep + plot (< 5 min)
     python scripts/allox_study.py --loads 1.0 --seeds 0 # quicker
     python scripts/allox_study.py --bench               # decision latency
-    python scripts/allox_study.py --paper-regime        # the paper's regime, seeds 0-2 (~20 min)
-    python scripts/allox_study.py --paper-regime --quick          # seed 0, 2,000 jobs (1-3 min)
+    python scripts/allox_study.py --paper-regime        # the paper's regime, seeds 0-2 (~1 h)
+    python scripts/allox_study.py --paper-regime --quick          # seed 0, 2,000 jobs (< 1 min)
     python scripts/allox_study.py --paper-regime --from-csv outputs/allox/paper_regime.csv
     python scripts/allox_study.py --paper-regime --diagnose --seeds 0  # the evidence for the gaps
 """
