@@ -35,7 +35,7 @@ def _list_schedule(view: View, jobs: np.ndarray, p: np.ndarray, pool: MachinePoo
     free_at = np.full((n_dev, max(1, int(counts.max(initial=0)))), np.inf)
     for d in np.flatnonzero(counts).tolist():
         present[d] = True
-        free_at[d, : counts[d]] = np.sort(pool.omega[pool.dev == d])  # sorted = a min-heap
+        free_at[d, : counts[d]] = np.sort(pool.omega[pool.dev == d])
     jobs = np.ascontiguousarray(jobs, dtype=np.int64)
     p = np.ascontiguousarray(p, dtype=np.float64)
     workers = np.ascontiguousarray(view.workers, dtype=np.int64)
@@ -60,69 +60,25 @@ def _list_schedule(view: View, jobs: np.ndarray, p: np.ndarray, pool: MachinePoo
 
 
 @njit(cache=True)
-def _sift_down(h, n, i):
-    while True:
-        c = 2 * i + 1
-        if c >= n:
-            return
-        if c + 1 < n and h[c + 1] < h[c]:
-            c += 1
-        if h[c] < h[i]:
-            h[i], h[c] = h[c], h[i]
-            i = c
-        else:
-            return
-
-
-@njit(cache=True)
-def _pop(h, n):
-    """Remove the least of ``h[:n]`` (a min-heap) and return it."""
-    top = h[0]
-    h[0] = h[n - 1]
-    h[n - 1] = np.inf
-    _sift_down(h, n - 1, 0)
-    return top
-
-
-@njit(cache=True)
-def _push(h, n, x):
-    """Add ``x`` to the min-heap ``h[:n]`` (``h`` has room for ``n + 1``)."""
-    i = n
-    h[i] = x
-    while i > 0:
-        parent = (i - 1) // 2
-        if h[i] < h[parent]:
-            h[i], h[parent] = h[parent], h[i]
-            i = parent
-        else:
-            return
-
-
-@njit(cache=True)
 def wth_free_nb(free_at, counts, d, w, tmp):
-    """When the ``w``-th machine of type ``d`` frees (the ``w``-th least of the min-heap
-    ``free_at[d, :counts[d]]``; the heap keeps its values)."""
-    if w == 1:
-        return free_at[d, 0]
-    n = counts[d]
-    h = free_at[d]
-    for i in range(w):
-        tmp[i] = _pop(h, n - i)
-    for i in range(w):
-        _push(h, n - w + i, tmp[i])
-    return tmp[w - 1]
+    """When the ``w``-th machine of type ``d`` frees (``free_at[d, :counts[d]]`` is sorted)."""
+    return free_at[d, w - 1]
 
 
 @njit(cache=True)
 def take_machines_nb(free_at, counts, d, w, until):
-    """The ``w`` machines of type ``d`` that free first (the min-heap ``free_at[d,
-    :counts[d]]``) are taken until ``until``."""
+    """The ``w`` machines of type ``d`` that free first (row ``d`` of ``free_at``, sorted,
+    ``counts[d]`` long) are taken until ``until``: the machines that free after them but
+    no later than ``until`` move ``w`` places to the front, and the ``w`` taken ones go
+    right after them (only those ``k`` entries move, not the whole row)."""
     n = counts[d]
-    h = free_at[d]
-    for i in range(w):
-        _pop(h, n - i)
-    for i in range(w):
-        _push(h, n - w + i, until)
+    row = free_at[d]
+    k = 0
+    while w + k < n and row[w + k] <= until:
+        row[k] = row[w + k]
+        k += 1
+    for i in range(k, k + w):
+        row[i] = until
 
 
 @njit(cache=True)
@@ -130,8 +86,8 @@ def list_schedule_nb(jobs, p, workers, now, idle_left, free_at, counts, present,
     """AlloX+'s list scheduling from the ``k``-th of the ordered ``jobs`` on.
 
     ``p[j, d]``: processing time of job ``j`` on type ``d`` (inf: cannot run);
-    ``free_at[d, :counts[d]]``: a min-heap of the times at which the machines of type
-    ``d`` free (types with ``present[d]`` only). Each job takes the ``W`` machines of the
+    ``free_at[d, :counts[d]]``: the sorted times at which the machines of type ``d`` free
+    (types with ``present[d]`` only). Each job takes the ``W`` machines of the
     type where it would complete earliest (first type on ties); a job that would start
     later reserves them (``free_at`` is updated) and the walk goes on. Returns
     ``(i, d, start)`` for the next job that would start now on type ``d`` (nothing taken
@@ -230,8 +186,9 @@ class AlloXPlus:
 
     Cost per decision point: one pass over the queue (:func:`plus_order_nb`), a sort of
     the jobs that have not timed out (under load most have), and a walk that stops at
-    the first job that starts; machines' free times are min-heaps per device type, so a
-    reservation costs ``O(W log m)``, not ``O(m)``.
+    the first job that starts; machines' free times are sorted rows per device type, and
+    a reservation moves only the entries between the taken machines and their new free
+    time.
 
     Attributes:
         timeout: Waiting time (s) after which a job is prioritised.
