@@ -1,8 +1,7 @@
 """The faster forms of the AlloX paper's baselines give exactly the schedules of the
 straightforward rules kept here (the code they replaced, written for clarity).
 
-``AlloXPlus`` orders the queue in one Numba pass over processing times computed once, and
-keeps the machines' free times in heaps; ``JSQPlus`` keeps the machines' projected free times incrementally (a Numba walk over
+``AlloXPlus`` orders the queue in one Numba pass over processing times computed once; ``JSQPlus`` keeps the machines' projected free times incrementally (a Numba walk over
 the jobs queued at machines) instead of recomputing them per arrival; ``SJFPlus`` walks
 its (job, device type) pairs in Numba; ``EqualShare`` ("sjf") fills a user's share in
 Numba.
