@@ -206,6 +206,18 @@ class HetClusterEnv(gym.Env):
         self.steps = 0
         self._stuck = False
 
+    _UNPICKLED = ("_decide", "_act", "_refresh", "_binder", "_bound_state")
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickling and ``copy.deepcopy``: the bound kernels are left out and bound again
+        (the simulator rebuilds its own structref mirror, see ``Simulator.__getstate__``)."""
+        return {k: v for k, v in self.__dict__.items() if k not in self._UNPICKLED}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self.__dict__.get("sim") is not None and "_ep" in self.__dict__:
+            self._bind()
+
     def _bind(self) -> None:
         """Entry points of the env kernels for the current state's types (see
         :mod:`hetgym.sim.dispatch`)."""

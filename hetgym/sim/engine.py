@@ -134,6 +134,17 @@ class Simulator:
         self._binder = Binder(self.kP, self.kS)
         self._entries: dict[str, Any] = {}
 
+    _UNPICKLED = ("kernel_state", "kP", "kS", "_binder", "_entries")
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickling and ``copy.deepcopy``: the structref mirror and the bound kernels are left
+        out (they hold compiled-code references) and rebuilt over the copied arrays."""
+        return {k: v for k, v in self.__dict__.items() if k not in self._UNPICKLED}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._bind()
+
     def _kernel(self, name: str) -> Any:
         """Entry point of a fused kernel of :mod:`hetgym.sim.events` for this state."""
         e = self._entries.get(name)

@@ -6,8 +6,8 @@ import pandas as pd
 import baselines
 import hetgym
 from hetgym import scenarios
-from hetgym.sim import events as E
 from hetgym.sim import engine
+from hetgym.sim import events as E
 from hetgym.sim.engine import Simulator
 from hetgym.sim.mirror import Mirror
 
@@ -52,3 +52,45 @@ def test_segment_log_growth_rebuilds_the_mirror(monkeypatch):
     assert len(grown_calls) >= 3
     assert grown.segments == plain.segments
     pd.testing.assert_frame_equal(grown.jobs, plain.jobs)
+
+
+def _finish(sim):
+    f = baselines.make("fifo")
+    sim.apply(f.decide(sim.view))
+    while sim.advance():
+        sim.apply(f.decide(sim.view))
+    return sim.now, sim.n_done, sim.segments
+
+
+def test_simulator_and_env_copy_and_pickle_rebuild_the_mirror():
+    """Copies get their own arrays and a mirror over them, and continue as the original."""
+    import copy
+    import pickle
+
+    import gymnasium as gym
+
+    sim = Simulator(scenarios.get("hetero-small"))
+    sim.advance()
+    copies = [copy.deepcopy(sim), pickle.loads(pickle.dumps(sim))]
+    for c in copies:
+        assert c.state.run.ctr is not sim.state.run.ctr and c.kS is not sim.kS
+    ends = [_finish(c) for c in copies]
+    assert ends[0] == ends[1] == _finish(sim)
+
+    env = gym.make("HetCluster-v0").unwrapped
+    env.reset(seed=0)
+    for _ in range(5):
+        env.step(int(np.flatnonzero(env.action_masks())[0]))
+    twins = [copy.deepcopy(env), pickle.loads(pickle.dumps(env))]
+
+    def steps(e):
+        out = []
+        for _ in range(30):
+            obs, r, term, trunc, _ = e.step(int(np.flatnonzero(e.action_masks())[-1]))
+            out.append((float(r), obs.tobytes()))
+            if term or trunc:
+                break
+        return out
+
+    got = [steps(t) for t in twins]
+    assert got[0] == got[1] == steps(env)
