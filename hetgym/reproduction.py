@@ -27,7 +27,7 @@ from pathlib import Path
 
 from hetgym.io import write_atomic_bytes
 
-__all__ = ["Row", "render", "summary", "write_atomic"]
+__all__ = ["Row", "render", "seed_label", "summary", "write_atomic"]
 
 CHECKS = ("exact", "side", "at_most", "level")
 
@@ -107,6 +107,15 @@ class Row:
         assert self.neutral is not None
         want = self.sense if self.paper is None else (">" if self.paper > self.neutral else "<")
         return ours > self.neutral if want == ">" else ours < self.neutral
+
+
+def seed_label(seeds: list[int]) -> str:
+    """``"seed 0"``, ``"seeds 0-2"`` or ``"seeds 0, 3"`` for a setting column."""
+    if len(seeds) == 1:
+        return f"seed {seeds[0]}"
+    if list(seeds) == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"seeds {seeds[0]}-{seeds[-1]}"
+    return "seeds " + ", ".join(map(str, seeds))
 
 
 def _num(x: float | None) -> str:

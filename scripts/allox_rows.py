@@ -36,7 +36,7 @@ def _study() -> Any:
 def headline_rows(quick: bool) -> list:
     """AlloX's average-JCT reductions against DRFF, DRFS, ES, DRFA and its gap to SRPT on
     ``allox-hybrid`` (``quick``: seed 0; else seeds 0-2), beside the paper's."""
-    from hetgym.reproduction import Row
+    from hetgym.reproduction import Row, seed_label
 
     study = _study()
     seeds = [0] if quick else [0, 1, 2]
@@ -44,7 +44,7 @@ def headline_rows(quick: bool) -> list:
     load = float(REGIME_KW.get("load", 1.0))
     base, _ = study.study(seeds, load, REGIME_KW.get("n_jobs"), names, [])
     jct = base.groupby("scheduler")["avg_jct"].mean()
-    setting = f"allox-hybrid, load {load:g}, seeds {seeds[0]}-{seeds[-1]} (not the paper's regime yet)"
+    setting = f"allox-hybrid, load {load:g}, {seed_label(seeds)} (not the paper's regime yet)"
     note = "at load 1.0 the GPUs alone nearly keep up; the paper's baselines' queues explode"
     rows = [Row("AlloX", f"avg JCT reduction, AlloX (alpha 0.1) vs {name.upper()} [%]", "sec. 5.2.2, Fig. 13",
                 paper, 100.0 * (1.0 - jct["allox"] / jct[name]), neutral=0.0, setting=setting, link=LINK,

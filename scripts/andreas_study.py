@@ -179,14 +179,14 @@ def armida() -> str:
 def headline_rows(quick: bool, workers: int = 1) -> list:
     """ANDREAS' headline numbers (sec. V-B, V-C) beside ours, as reproduction rows.
 
-    ``quick``: andreas-sim N = 10, seeds 0-1; else N = 10, 40, 70, 100, seeds 0-1; both
+    ``quick``: andreas-sim N = 10, 20, seeds 0-1; else N = 10, 40, 70, 100, seeds 0-1; both
     layouts, no restart delay (the paper's simulator has none), RG with 1,000 iterations.
     """
     import baselines
     import hetgym
     from hetgym.reproduction import Row
 
-    ns = [10] if quick else [10, 40, 70, 100]
+    ns = [10, 20] if quick else [10, 40, 70, 100]
     df = sweep(ns, 2, [0.0], 1000, workers)
     red = reductions(df).set_index("gpus")
     setting = f"andreas-sim, N = {', '.join(map(str, ns))}, seeds 0-1, no restart delay"

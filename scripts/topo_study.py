@@ -209,7 +209,7 @@ PAPER_JOB3 = {"topo-aware-p": 120.0, "others": 240.0}
 def headline_rows(quick: bool) -> list:
     """TOPO-AWARE's headline numbers (sec. 5.2.2, 5.5.1) beside ours (seconds; ``quick``
     only sets how many generator draws scenario 1 averages: 1, else 3)."""
-    from hetgym.reproduction import Row
+    from hetgym.reproduction import Row, seed_label
 
     sc = hetgym.scenarios.get("topo-prototype", jobs="authors")
     res = {a: run(sc, a)[0] for a in ALGOS}
@@ -235,7 +235,7 @@ def headline_rows(quick: bool) -> list:
     m = {a: [run(hetgym.scenarios.get("topo-sim", n_jobs=100, n_machines=5, seed=s), a)[0].metrics
              for s in seeds] for a in ALGOS}
     mean = {a: {k: float(np.mean([x[k] for x in v])) for k in ("slo_violations", "avg_wait")} for a, v in m.items()}
-    s1 = f"topo-sim, 100 jobs, 5 Minsky servers, generator seeds {seeds[0]}-{seeds[-1]}"
+    s1 = f"topo-sim, 100 jobs, 5 Minsky servers, generator {seed_label(seeds)}"
     rows += [Row("TOPO-AWARE", "scenario 1: TOPO-AWARE-P's SLO violations", "sec. 5.5.1, Fig. 10a", 0.0,
                  mean["topo-aware-p"]["slo_violations"], "exact", setting=s1, link=link)]
     rows += [Row("TOPO-AWARE", f"scenario 1: mean wait, {LABEL[a]} / TOPO-AWARE-P", "sec. 5.5 (\"clearly lower\")",

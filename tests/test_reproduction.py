@@ -90,14 +90,28 @@ def test_write_atomic(tmp_path: Path) -> None:
     assert [p.name for p in out.parent.iterdir()] == ["r.md"]
 
 
+#: The worked examples whose paper value we do not reproduce, each explained in its doc.
+KNOWN_DIFFERENCES = {
+    "Table 1: optimal avg JCT [min]",  # Fig. 1b's schedule totals 76; the optimum is 75 (allox.md)
+    "Fig. 4: JSQ+ avg JCT [min]",  # the text's JSQ+ rule queues on the GPUs: 60, not 100 (allox.md)
+    "Gavel, motivational example: rounds to finish",  # Gavel's per-type priority: 7, not 6
+    "Gavel, motivational example: CRU over its rounds",  # 30/42, not ~78 % (spec G-4)
+}
+
+
 def test_worked_examples_through_reproduce(tmp_path: Path) -> None:
-    """The quick mode's cheapest part: worked examples of two families, written to a file."""
+    """The quick mode's worked-example rows, every family, written to a file (seconds)."""
     reproduce = _reproduce()
     out = tmp_path / "reproduction.md"
-    assert reproduce.main(["--examples-only", "--families", "ANDREAS,TOPO-AWARE", "--out", str(out)]) == 0
+    assert reproduce.main(["--examples-only", "--out", str(out)]) == 0
     text = out.read_text()
-    assert "## ANDREAS" in text and "## TOPO-AWARE" in text and "## AlloX" not in text
-    assert "Worked examples: **16 of 16** exact." in text
+    for fam in reproduce.FAMILIES:
+        if fam != "FitGpp":  # FitGpp's paper has no worked example
+            assert f"## {fam}" in text
+    rows = [ln.split(" | ") for ln in text.splitlines() if ln.startswith("| example")]
+    assert len(rows) >= 30 and all(r[4] != "-" for r in rows)  # every example measured
+    differ = {r[1] for r in rows if r[6] == "**differs**"}
+    assert differ == KNOWN_DIFFERENCES
     assert "| example | A-2: FIFO tardiness cost | spec A-2" in text
 
 
@@ -129,3 +143,27 @@ def test_quick_mode_end_to_end(tmp_path: Path) -> None:
     for fam in reproduce.FAMILIES:
         assert f"## {fam}" in text
     assert "not measured" not in text
+
+
+def _slug(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    import re
+
+    text = heading.strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def test_committed_table_links_resolve() -> None:
+    """Every link of docs/reproduction.md names a doc that exists and, after '#', one of its headings."""
+    import re
+
+    doc = ROOT / "docs" / "reproduction.md"
+    links = set(re.findall(r"\]\(([^)#]+\.md)(?:#([^)]+))?\)", doc.read_text()))
+    assert links, "docs/reproduction.md has no links"
+    for target, anchor in links:
+        path = ROOT / "docs" / target
+        assert path.is_file(), f"docs/reproduction.md links {target}, which does not exist"
+        if anchor:
+            heads = {_slug(h) for h in re.findall(r"^#+ (.+)$", path.read_text(), flags=re.MULTILINE)}
+            assert anchor in heads, f"docs/reproduction.md links {target}#{anchor}: no such heading"
