@@ -5,7 +5,11 @@ A baseline (the *teacher*, any ``baselines.make`` name) plays episodes of
 env's simulator and the first of its starts that the action space can express
 (job in the visible window, device feasible) becomes the action ``k*C + c``;
 a preemption of a job in the running window becomes ``K*C + r``; otherwise
-the teacher waits. The policy is then fitted by cross-entropy on these
+the teacher waits. In a decision env (``HetClusterPlacement-v0`` ...,
+:mod:`hetgym.envs.decision_base`; configured by :class:`DecisionEnvConfig`) the
+teacher acts through :class:`~hetgym.envs.decision_base.SchedulerAgent`: every
+decision it makes is an action (its whole run, exactly as in :func:`hetgym.simulate`,
+when the window holds the jobs it starts). The policy is then fitted by cross-entropy on these
 (observation, mask, action) triples for a few epochs, and the value head by
 regression on the discounted returns of the same episodes (so that PPO starts
 with a critic that matches the cloned policy).
@@ -25,7 +29,7 @@ from hetgym.specs import Scenario
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.envs.hetcluster import HetClusterEnv
 
-__all__ = ["BCConfig", "teacher_action", "collect", "pretrain"]
+__all__ = ["BCConfig", "DecisionEnvConfig", "teacher_action", "collect", "pretrain"]
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,24 @@ class BCConfig:
         object.__setattr__(self, "teacher_params", dict(self.teacher_params))
 
 
+@dataclass(frozen=True)
+class DecisionEnvConfig:
+    """A decision env (``env_id``, e.g. ``"HetClusterPlacement-v0"``) and its keyword
+    arguments, for :func:`collect` / :func:`pretrain`; the teacher's decision points
+    (``round_length``, ``every_event``) are added from the teacher."""
+
+    env_id: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def make(self, scenario: Scenario | str, **overrides: Any) -> Any:
+        """The env (unwrapped) on ``scenario``."""
+        import gymnasium as gym
+
+        import hetgym  # noqa: F401  (registers the ids)
+
+        return gym.make(self.env_id, scenario=scenario, **{**self.kwargs, **overrides}).unwrapped
+
+
 def _device_of(env: "HetClusterEnv", d: Start) -> int | None:
     sim = env.sim
     assert sim is not None
@@ -66,8 +88,19 @@ def _device_of(env: "HetClusterEnv", d: Start) -> int | None:
     return devs.pop() if len(devs) == 1 else None
 
 
-def teacher_action(env: "HetClusterEnv", teacher: Any, mask: np.ndarray) -> int:
-    """The action index of the teacher's first expressible decision (or wait)."""
+def teacher_action(env: Any, teacher: Any, mask: np.ndarray) -> int:
+    """The action index of the teacher's first expressible decision (or wait).
+
+    In a decision env ``teacher`` is a :class:`~hetgym.envs.decision_base.SchedulerAgent`
+    (it calls ``decide`` once per decision point) and its next action is returned
+    (``SchedulingError`` if the action space cannot express the decision)."""
+    from hetgym.envs.decision_base import DecisionEnv, SchedulerAgent
+
+    if isinstance(env.unwrapped, DecisionEnv):
+        if not isinstance(teacher, SchedulerAgent):
+            raise TypeError("teacher_action in a decision env needs a SchedulerAgent(scheduler), "
+                            f"got {type(teacher).__name__}")
+        return teacher.act(env.unwrapped)
     sim = env.sim
     assert sim is not None
     decisions = teacher.decide(sim.view) or []
@@ -91,7 +124,7 @@ def teacher_action(env: "HetClusterEnv", teacher: Any, mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
-def collect(scenario: Scenario, env_config: EnvConfig, teacher: str,
+def collect(scenario: Scenario, env_config: EnvConfig | DecisionEnvConfig, teacher: str,
             teacher_params: dict[str, Any] | None = None, episodes: int = 32, seed: int = 0,
             gamma: float = 0.99) -> dict[str, np.ndarray]:
     """Roll the teacher in the env; arrays ``obs``, ``mask``, ``action``, ``ret`` and stats.
@@ -100,19 +133,29 @@ def collect(scenario: Scenario, env_config: EnvConfig, teacher: str,
     the first PPO episodes, which use ``seed + env index``).
     """
     import baselines
+    from hetgym.envs.decision_base import SchedulerAgent, decision_point_kwargs
 
-    env = env_config.make(scenario)
+    decision = isinstance(env_config, DecisionEnvConfig)
+    if decision:
+        points = decision_point_kwargs(baselines.make(teacher, **(teacher_params or {})))
+        env = env_config.make(scenario, **points)
+    else:
+        env = env_config.make(scenario)
     obs_l, mask_l, act_l, ret_l = [], [], [], []
     jcts = []
     for i in range(episodes):
-        obs, _ = env.reset(seed=seed + 7919 * (i + 1))
         sched = baselines.make(teacher, **(teacher_params or {}))
-        sched.reset(env.sim.view)  # type: ignore[union-attr]
+        if decision:
+            sched = SchedulerAgent(sched)
+            obs, _ = env.reset(seed=seed + 7919 * (i + 1), options=sched.reset_options())
+        else:
+            obs, _ = env.reset(seed=seed + 7919 * (i + 1))
+            sched.reset(env.sim.view)  # type: ignore[union-attr]
         rewards = []
         done = False
         info: dict[str, Any] = {}
         while not done:
-            mask = policy_mask(env, env_config.no_idle_wait)
+            mask = env.action_masks() if decision else policy_mask(env, env_config.no_idle_wait)
             a = teacher_action(env, sched, mask)
             obs_l.append(obs)
             mask_l.append(mask)
@@ -133,7 +176,7 @@ def collect(scenario: Scenario, env_config: EnvConfig, teacher: str,
             "teacher_avg_jct": np.asarray(jcts)}
 
 
-def pretrain(model: Any, scenario: Scenario, env_config: EnvConfig, cfg: BCConfig,
+def pretrain(model: Any, scenario: Scenario, env_config: EnvConfig | DecisionEnvConfig, cfg: BCConfig,
              seed: int = 0) -> dict[str, Any]:
     """Collect teacher data and fit ``model.policy`` on it (in place); returns statistics.
 

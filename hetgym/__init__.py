@@ -55,3 +55,4 @@ def __dir__() -> list[str]:
 
 _register(id="HetCluster-v0", entry_point="hetgym.envs.hetcluster:HetClusterEnv",
           vector_entry_point="hetgym.envs.batched:HetClusterVecEnv")
+_register(id="HetClusterPlacement-v0", entry_point="hetgym.envs.placement:HetClusterPlacementEnv")

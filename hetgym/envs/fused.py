@@ -30,7 +30,7 @@ from hetgym.sim.state import (
     CTR_RUN,
 )
 
-__all__ = ["EnvParams", "EnvState", "decide_point_nb", "update_mask_nb", "refresh_nb",
+__all__ = ["EnvParams", "EnvState", "accrue_nb", "accrue_step_nb", "decide_point_nb", "update_mask_nb", "refresh_nb",
            "start_and_decide_nb", "act_nb", "step_reward_nb", "step_batch_nb", "step_batch_par_nb", "finish_row_nb",
            "new_batch_nb", "set_batch_nb",
            "REW_JCT", "REW_SLOWDOWN", "REW_MAKESPAN", "REW_TARDINESS", "REW_INV_BEST",
@@ -126,6 +126,38 @@ def update_mask_nb(P, S, EP, ES):
     return feasible
 
 
+@njit(cache=True, inline="always")
+def accrue_nb(rew, inv_best, scale, deadline, weight, out_done, nd, t0, now, arrived, arrived_now,
+              done):
+    """Add to ``rew`` (see ``REW_*``) the reward terms of one event step from ``t0`` to
+    ``now``: ``arrived`` / ``done`` jobs before it, ``arrived_now`` after it, the jobs it
+    completed in ``out_done[:nd]`` (the rules of :mod:`hetgym.envs.reward`)."""
+    n_jobs = deadline.shape[0]
+    dt = now - t0
+    n_sys = arrived - done
+    if dt > 0.0:
+        rew[REW_JCT] -= n_sys * dt / scale
+        rew[REW_SLOWDOWN] -= rew[REW_INV_BEST] * dt
+        if n_sys > 0 or arrived < n_jobs:
+            rew[REW_MAKESPAN] -= dt / scale
+    for j in range(arrived, arrived_now):
+        rew[REW_INV_BEST] += inv_best[j]
+    for k in range(nd):
+        j = out_done[k]
+        rew[REW_INV_BEST] -= inv_best[j]
+        late = now - deadline[j]
+        if late > 0.0:
+            rew[REW_TARDINESS] -= weight[j] * late / scale
+
+
+@njit(cache=True)
+def accrue_step_nb(rew, inv_best, scale, deadline, weight, out_done, nd, t0, now, arrived,
+                   arrived_now, done):
+    """:func:`accrue_nb` called from Python (the decision envs, after ``Simulator.advance``)."""
+    accrue_nb(rew, inv_best, scale, deadline, weight, out_done, nd, t0, now, arrived, arrived_now,
+              done)
+
+
 @njit(cache=True)
 def decide_point_nb(force, P, S, EP, ES):
     """Advance events until a start or preemption is feasible (at least one event if ``force``).
@@ -150,21 +182,8 @@ def decide_point_nb(force, P, S, EP, ES):
         code, nd, ng = step_nb(P, S)
         if code < 0:
             return code
-        dt = acc[ACC_NOW] - t0
-        n_sys = arrived - done
-        if dt > 0.0:
-            rew[REW_JCT] -= n_sys * dt / EP.scale
-            rew[REW_SLOWDOWN] -= rew[REW_INV_BEST] * dt
-            if n_sys > 0 or arrived < n_jobs:
-                rew[REW_MAKESPAN] -= dt / EP.scale
-        for j in range(arrived, ctr[CTR_ARR]):
-            rew[REW_INV_BEST] += EP.inv_best[j]
-        for k in range(nd):
-            j = run.out_done[k]
-            rew[REW_INV_BEST] -= EP.inv_best[j]
-            late = acc[ACC_NOW] - jobs.deadline[j]
-            if late > 0.0:
-                rew[REW_TARDINESS] -= jobs.weight[j] * late / EP.scale
+        accrue_nb(rew, EP.inv_best, EP.scale, jobs.deadline, jobs.weight, run.out_done, nd,
+                  t0, acc[ACC_NOW], arrived, ctr[CTR_ARR], done)
         feasible = update_mask_nb(P, S, EP, ES)
         if code == STEP_NONE:
             observe_nb(P, S, EP, ES)

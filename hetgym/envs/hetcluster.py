@@ -259,10 +259,7 @@ class HetClusterEnv(gym.Env):
         self._carry_out(a, int(self._act(a, *self._args())))
         terminated = bool(sim.state.run.ctr[CTR_DONE] == sim.n_jobs)
         truncated = (not terminated) and (self.steps >= self.max_steps or self._stuck)
-        terms = self.reward.terms(sim)
-        if truncated:
-            charge = self.reward.truncation_charge(sim)
-            terms = {k: v + charge[k] for k, v in terms.items()}
+        terms = self.reward.step_terms(sim, truncated)
         reward = self.reward.combine(terms)
         info = self._info(terms)
         info["invalid_action"] = invalid

@@ -113,6 +113,14 @@ class RewardTracker:
                 "makespan": -float(mk) / self.scale, "energy_cost": 0.0,
                 "tardiness": -float((jb.weight[first] * late).sum()) / self.scale}
 
+    def step_terms(self, sim: "Simulator", truncated: bool) -> dict[str, float]:
+        """:meth:`terms`, plus the :meth:`truncation_charge` on a truncated step."""
+        terms = self.terms(sim)
+        if truncated:
+            charge = self.truncation_charge(sim)
+            terms = {k: v + charge[k] for k, v in terms.items()}
+        return terms
+
     def combine(self, terms: dict[str, float]) -> float:
         """Weighted sum of the terms."""
         total = 0.0

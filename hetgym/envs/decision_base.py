@@ -1,0 +1,398 @@
+"""The shared part of the decision envs (``HetClusterPlacement-v0``, ``HetClusterElastic-v0``).
+
+A *decision env* runs the simulator behind :func:`hetgym.simulate` through its Python API
+(:class:`~hetgym.sim.engine.Simulator`: ``advance``, ``apply``, ``set_wakeup``) and stops
+at exactly the decision points :func:`hetgym.simulate` gives a scheduler with the same
+``round_length``, ``every_event`` (``call_when_queue_empty``) and wake-ups. At a decision
+point the agent takes decisions **one action at a time**; each action carries one
+:mod:`hetgym.decisions` decision out at once (no simulated time passes), and the last
+action, ``done``, ends the decision point: the simulator then advances to the next one.
+
+Each env is its action *codec* and its features. The codec lists, for each job slot k of
+the window (:meth:`DecisionEnv.slot_jobs`), at most ``M`` candidate decisions of that job
+(:meth:`DecisionEnv.candidates`, canonical order, all feasible now); action ``k*M + m``
+carries out candidate m of slot k, action ``K*M`` is ``done``. ``encode(decision)`` gives
+the action of a decision (so a scheduler's ``decide(view)`` can drive the env, see
+:class:`SchedulerAgent`), ``decode(action)`` the decision.
+
+Reward, truncation charge and ``episode_metrics`` are those of ``HetCluster-v0``
+(:mod:`hetgym.envs.reward`, the same kernel :func:`hetgym.envs.fused.accrue_nb` after each
+event step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from hetgym import scenarios as _scenarios
+from hetgym.decisions import Decision, SchedulingError
+from hetgym.envs.features import Feature
+from hetgym.envs.fused import accrue_step_nb
+from hetgym.envs.reward import RewardTracker
+from hetgym.episodes import EpisodeWindows
+from hetgym.metrics import summarize
+from hetgym.sim.engine import Simulator
+from hetgym.sim.state import ACC_ROUND, ACC_WAKE
+from hetgym.specs import Scenario
+
+__all__ = ["DecisionEnv", "SchedulerAgent", "decision_point_kwargs", "play", "squash"]
+
+
+def squash(x: Any, s: float) -> Any:
+    """``x / (x + s)`` for ``x >= 0``: [0, inf) onto [0, 1)."""
+    x = np.maximum(x, 0.0)
+    return x / (x + s)
+
+
+class DecisionEnv(gym.Env):
+    """Base of the decision envs (module docstring); subclasses define the codec
+    (:meth:`slot_jobs`, :meth:`candidates`, :meth:`same`) and the features
+    (:meth:`job_features`, :meth:`candidate_features` with their names ``JOB_FEATURES``,
+    ``CAND_FEATURES``).
+
+    Observation: ``Box(-1, 1, (D,), float32)``, its entries listed in :attr:`obs_layout`
+    (:class:`~hetgym.envs.features.Feature` rows): per job slot the ``JOB_FEATURES``, per
+    (slot, candidate) the ``CAND_FEATURES`` (all 0 for an empty candidate), then the global
+    features ``GLOBAL_FEATURES`` (:meth:`global_features`).
+    """
+
+    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    JOB_FEATURES: tuple[str, ...] = ()
+    CAND_FEATURES: tuple[str, ...] = ()
+    GLOBAL_FEATURES = ("queue_length", "running_jobs", "arrived", "done", "now")
+
+    def __init__(self, scenario: str | Scenario, scenario_kwargs: dict[str, Any] | None,
+                 window: int, max_candidates: int, n_jobs: int | None,
+                 round_length: float | bool | None, every_event: bool,
+                 invalid_action: str, reward_scale: float, max_steps: int | None,
+                 render_mode: str | None, time_scale: float) -> None:
+        sc = scenario if isinstance(scenario, Scenario) else _scenarios.get(
+            scenario, **(scenario_kwargs or {}))
+        if invalid_action not in ("done", "raise"):
+            raise ValueError(f"invalid_action must be 'done' or 'raise', got {invalid_action!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
+        if window < 1 or max_candidates < 1:
+            raise ValueError(f"window and max_candidates must be >= 1, got {window}, {max_candidates}")
+        if not time_scale > 0:
+            raise ValueError(f"time_scale must be > 0 seconds, got {time_scale!r}")
+        self.scenario = sc
+        self.devices = sc.device_types
+        self.window, self.max_candidates = int(window), int(max_candidates)
+        self.round_length = sc.options.round_length if round_length is True else (
+            float(round_length) if round_length else None)
+        self.every_event = bool(every_event)
+        self.invalid_action = invalid_action
+        self.reward_scale, self.time_scale = float(reward_scale), float(time_scale)
+        self.render_mode = render_mode
+        self.windows = EpisodeWindows(len(sc.workload), n_jobs)
+        self.n_jobs = self.windows.size
+        self.max_steps = max_steps if max_steps is not None else 40 * self.n_jobs + 1000
+        self.done_action = self.window * self.max_candidates
+        self.action_space = spaces.Discrete(self.done_action + 1)
+        self.obs_layout = self._layout()
+        self.observation_space = spaces.Box(-1.0, 1.0, (len(self.obs_layout),), np.float32)
+        self.reward = RewardTracker(sc.objective.as_dict(), self.reward_scale)
+        self.sim: Simulator | None = None
+        self._cands: list[list[Decision]] = []
+        self._slots: list[int] = []
+        self._mask = np.zeros(self.action_space.n, dtype=np.bool_)
+
+    # ------------------------------------------------------------ codec hooks
+    def slot_jobs(self) -> list[int]:
+        """The jobs of the window, slot by slot (at most ``window``)."""
+        raise NotImplementedError
+
+    def candidates(self, job: int) -> list[Decision]:
+        """The feasible candidate decisions of ``job`` now, canonical order (all of them;
+        the env keeps the first ``max_candidates``)."""
+        raise NotImplementedError
+
+    def same(self, cand: Decision, decision: Decision) -> bool:
+        """Whether ``decision`` is carried out by candidate ``cand`` (codec equality)."""
+        raise NotImplementedError
+
+    def job_features(self, job: int) -> Sequence[float]:
+        """``JOB_FEATURES`` of a window job."""
+        raise NotImplementedError
+
+    def candidate_features(self, job: int, cand: Decision) -> Sequence[float]:
+        """``CAND_FEATURES`` of one candidate of a window job."""
+        raise NotImplementedError
+
+    # ----------------------------------------------------------------- gym API
+    def reset(self, *, seed: int | None = None,
+              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+        """Draw a window of jobs, build its simulator and advance to the first decision point.
+
+        ``options={"on_start": f}`` calls ``f(view)`` before the first event (what
+        :func:`hetgym.simulate` does with ``scheduler.reset`` and the first wake-up)."""
+        super().reset(seed=seed)
+        rows = self.windows.draw(self.np_random)
+        sim_seed = int(self.np_random.integers(0, 2**31 - 1))
+        self.sim = sim = Simulator(self.scenario, seed=sim_seed, round_length=self.round_length,
+                                   rows=rows)
+        self._inv_best = self.reward.reset(sim)
+        self.steps = 0
+        self.point = 0  # decision points reached (sim.decision_points counts them too)
+        on_start = (options or {}).get("on_start")
+        if on_start is not None:
+            on_start(sim.view)
+        self._ended = not self._next_point()
+        self._refresh()
+        return self._obs(), self._info(None)
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Carry out one candidate decision (no time passes), or ``done``: advance to the
+        next decision point. A masked action raises with ``invalid_action="raise"``, else it
+        is taken as ``done``."""
+        sim = self.sim
+        if sim is None:
+            raise RuntimeError("call reset() before step()")
+        a = self._check_action(action)
+        self.steps += 1
+        invalid = not self._mask[a]
+        if invalid and self.invalid_action == "raise":
+            raise SchedulingError(self.why_invalid(a))
+        if invalid or a == self.done_action:
+            self._finish_point()
+        else:
+            sim.apply([self.decode(a)])
+            self._acted = True
+        self._refresh()
+        terminated = bool(sim.finished)
+        truncated = (not terminated) and (self._ended or self.steps >= self.max_steps)
+        terms = self.reward.step_terms(sim, truncated)
+        info = self._info(terms)
+        info["invalid_action"] = invalid
+        if terminated or truncated:
+            sim.stalled = not sim.finished and sim.now < self.scenario.options.horizon
+            if terminated or self._ended:
+                sim.check_final()
+            info["episode_metrics"] = summarize(sim)
+        return self._obs(), self.reward.combine(terms), terminated, truncated, info
+
+    def action_masks(self) -> np.ndarray:
+        """Feasible actions (bool, length ``action_space.n``) for MaskablePPO; ``done`` is
+        always feasible."""
+        return self._mask.copy()
+
+    def set_wakeup(self, t: float | None) -> None:
+        """Ask for a decision point at time ``t`` (as a scheduler's ``next_wakeup``); call it
+        before ``done``. ``None`` clears a pending wake-up."""
+        self.sim.set_wakeup(t)
+
+    def decode(self, action: int) -> Decision:
+        """The decision that ``action`` carries out now (``SchedulingError`` if masked or done)."""
+        a = self._check_action(action)
+        if a == self.done_action or not self._mask[a]:
+            raise SchedulingError(self.why_invalid(a))
+        k, m = divmod(a, self.max_candidates)
+        return self._cands[k][m]
+
+    def encode(self, decision: Decision) -> int:
+        """The action that carries out ``decision`` now (``SchedulingError`` naming the job and
+        the reason when no candidate of the window does)."""
+        job = int(decision.job)
+        if job not in self._slots:
+            raise SchedulingError(f"{type(decision).__name__} of job {job}: the job is not in the "
+                                  f"window {self._slots} (window={self.window})")
+        k = self._slots.index(job)
+        for m, c in enumerate(self._cands[k]):
+            if self.same(c, decision):
+                return k * self.max_candidates + m
+        raise SchedulingError(f"{decision!r}: no candidate of job {job} (slot {k}) carries it out "
+                              f"(its {len(self._cands[k])} candidates: {self._cands[k]})")
+
+    def window_jobs(self) -> np.ndarray:
+        """Job indices of the window (slot k = actions ``k*M .. k*M + M-1``)."""
+        return np.asarray(self._slots, dtype=np.int64)
+
+    def why_invalid(self, a: int) -> str:
+        """Why action ``a`` is masked now."""
+        if a == self.done_action:
+            return f"action {a} is done: it decodes to no decision"
+        k, m = divmod(a, self.max_candidates)
+        if k >= len(self._slots):
+            return f"action {a}: slot {k} is empty ({len(self._slots)} jobs in the window)"
+        return (f"action {a}: job {self._slots[k]} (slot {k}) has {len(self._cands[k])} "
+                f"feasible candidates, not {m + 1}")
+
+    def render(self) -> str | None:
+        """``ansi``: a text snapshot."""
+        if self.render_mode is None or self.sim is None:
+            return None
+        from hetgym.envs import render as R
+
+        return R.ansi(self.sim)
+
+    # -------------------------------------------------------------- internals
+    def _check_action(self, action: Any) -> int:
+        a = action[()] if isinstance(action, np.ndarray) and action.shape == () else action
+        if not isinstance(a, (int, np.integer)) or not 0 <= int(a) < self.action_space.n:
+            raise ValueError(f"action must be an integer in 0..{self.action_space.n - 1} "
+                             f"(Discrete), got {action!r}")
+        return int(a)
+
+    def _advance(self) -> bool:
+        """One event step of the simulator with the reward terms it accrues."""
+        sim = self.sim
+        t0, arrived, done = sim.now, sim.next_arrival, sim.n_done
+        moved = sim.advance()
+        nd = len(sim.last_done) if moved else 0
+        accrue_step_nb(self.reward.rew, self._inv_best, self.reward_scale, sim.jobs.deadline,
+                       sim.jobs.weight, sim.last_done, nd, t0, sim.now, arrived,
+                       sim.next_arrival, done)
+        return moved
+
+    def _next_point(self) -> bool:
+        """Advance to the next decision point as :func:`hetgym.simulate` does; False when the
+        run ends (every job done, or no event left)."""
+        sim = self.sim
+        while True:
+            timed = min(float(sim.acc[ACC_ROUND]), float(sim.acc[ACC_WAKE]))
+            if not self._advance():
+                return False
+            self._timer = sim.now == timed
+            if not self.every_event and sim.n_queue == 0 and not self._timer:
+                continue
+            sim.decision_points += 1
+            if sim.finished:  # a decision point with nothing left to decide
+                return False
+            self.point += 1
+            self._acted = False
+            return True
+
+    def _finish_point(self) -> None:
+        """``done``: end the decision point (the runner's rule for an idle timed instant)
+        and advance to the next one."""
+        sim = self.sim
+        if self._ended:
+            return
+        if (not self._acted and self._timer and sim.n_running == 0
+                and sim.next_arrival == sim.n_jobs):
+            self._ended = True  # every later timed instant would change nothing either
+            return
+        self._ended = not self._next_point()
+
+    def _refresh(self) -> None:
+        """Window, candidates and mask of the current state."""
+        self._mask[:] = False
+        self._mask[self.done_action] = True
+        if self._ended or self.sim.finished:
+            self._slots, self._cands = [], []
+            return
+        self._slots = list(self.slot_jobs())[: self.window]
+        self._cands = [self.candidates(j)[: self.max_candidates] for j in self._slots]
+        for k, c in enumerate(self._cands):
+            self._mask[k * self.max_candidates: k * self.max_candidates + len(c)] = True
+
+    def _layout(self) -> list[Feature]:
+        out: list[Feature] = []
+        for k in range(self.window):
+            out += [Feature(len(out) + i, "job", k, n, False) for i, n in enumerate(self.JOB_FEATURES)]
+        for s in range(self.window * self.max_candidates):
+            out += [Feature(len(out) + i, "candidate", s, n, False)
+                    for i, n in enumerate(self.CAND_FEATURES)]
+        out += [Feature(len(out) + i, "global", 0, n, False) for i, n in enumerate(self.GLOBAL_FEATURES)]
+        return out
+
+    def global_features(self) -> list[float]:
+        """``GLOBAL_FEATURES``: squash(queue length, K); squash(running jobs, K); arrived and
+        done fractions; squash(now, T)."""
+        sim = self.sim
+        k = float(self.window)
+        return [squash(sim.n_queue, k), squash(sim.n_running, k), sim.next_arrival / sim.n_jobs,
+                sim.n_done / sim.n_jobs, squash(sim.now, self.time_scale)]
+
+    def _obs(self) -> np.ndarray:
+        nj, nc, m = len(self.JOB_FEATURES), len(self.CAND_FEATURES), self.max_candidates
+        obs = np.zeros(self.observation_space.shape, dtype=np.float32)
+        cbase = self.window * nj
+        for k, j in enumerate(self._slots):
+            obs[k * nj: (k + 1) * nj] = self.job_features(j)
+            for i, c in enumerate(self._cands[k]):
+                s = cbase + (k * m + i) * nc
+                obs[s: s + nc] = self.candidate_features(j, c)
+        obs[len(obs) - len(self.GLOBAL_FEATURES):] = self.global_features()
+        return np.clip(obs, -1.0, 1.0)
+
+    def _info(self, terms: dict[str, float] | None) -> dict[str, Any]:
+        sim = self.sim
+        return {"action_mask": self._mask.copy(), "reward_terms": terms or {}, "time": sim.now,
+                "queued": sim.n_queue, "running": sim.n_running, "done": sim.n_done,
+                "decision_point": self.point}
+
+
+def decision_point_kwargs(scheduler: Any) -> dict[str, Any]:
+    """The env arguments that give a decision env the decision points
+    :func:`hetgym.simulate` gives ``scheduler`` (``round_length``, ``every_event``)."""
+    rl = getattr(scheduler, "round_length", None)
+    return {"round_length": rl,
+            "every_event": bool(getattr(scheduler, "call_when_queue_empty", False) or rl)}
+
+
+class SchedulerAgent:
+    """A scheduler acting as a policy in a decision env.
+
+    At each decision point it calls ``scheduler.decide(view)`` once and encodes the
+    decisions one at a time (:meth:`DecisionEnv.encode`, against the state the earlier
+    ones left), then asks for its wake-up (``next_wakeup``) and takes ``done``: the run of
+    :func:`hetgym.simulate`. Use ``env.reset(seed=..., options=agent.reset_options())``.
+    """
+
+    def __init__(self, scheduler: Any) -> None:
+        self.scheduler = scheduler
+        self._point = -1
+        self._todo: list[Decision] = []
+
+    def reset_options(self) -> dict[str, Callable[[Any], None]]:
+        """``reset`` options that reset the scheduler (and ask its first wake-up) before the
+        first event, as :func:`hetgym.simulate` does."""
+        def on_start(view: Any) -> None:
+            self._point = -1
+            self.scheduler.reset(view)
+            self._wake(view)
+
+        return {"on_start": on_start}
+
+    def _wake(self, view: Any) -> None:
+        w = getattr(self.scheduler, "next_wakeup", None)
+        if w is not None:
+            view.simulator.set_wakeup(w(view))
+
+    def act(self, env: DecisionEnv) -> int:
+        """The next action: the scheduler's next decision at this point, else ``done``."""
+        env = env.unwrapped
+        if env.point != self._point:
+            self._point = env.point
+            self._todo = list(self.scheduler.decide(env.sim.view) or [])
+        while self._todo:
+            d = self._todo.pop(0)
+            if type(d).__name__ == "Wait":
+                continue
+            return env.encode(d)
+        self._wake(env.sim.view)
+        return env.done_action
+
+
+def play(env: Any, agent: SchedulerAgent, seed: int | None = None
+         ) -> tuple[list[tuple[np.ndarray, np.ndarray, int, float]], dict[str, Any]]:
+    """One episode of ``agent`` in ``env`` (reset with ``seed``): the
+    ``(observation, mask, action, reward)`` of every step and the final step's info."""
+    u = env.unwrapped
+    obs, info = env.reset(seed=seed, options=agent.reset_options())
+    out = []
+    while True:
+        mask = u.action_masks()
+        a = agent.act(u)
+        nxt, r, term, trunc, info = env.step(a)
+        out.append((obs, mask, a, float(r)))
+        obs = nxt
+        if term or trunc:
+            return out, info
