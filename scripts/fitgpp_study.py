@@ -130,7 +130,7 @@ def run_task(task: Task) -> dict[str, float]:
         "P": np.nan if task.P is None else task.P, "te_blocks_be": task.te_blocks_be,
         "count_grace": DEFAULT_GRACE.get(task.algo, True) if task.count_grace is None
         else task.count_grace, "tick": np.nan if task.tick is None else task.tick,
-        "load": np.nan if task.load is None else task.load,
+        "load": np.nan if task.load is None else task.load, "arrivals": task.arrivals,
         "wall_s": wall, "unfinished": m["unfinished_jobs"],
         "preempted_pct": 100.0 * float((pre > 0).mean()),
         "preempted_1_pct": 100.0 * float((pre == 1).mean()),
@@ -272,19 +272,22 @@ def sensitivity_plot(df: pd.DataFrame, key: str, path: Path, xlabel: str, log_x:
     plt.close(fig)
 
 
-def report(df: pd.DataFrame, img_dir: Path | None) -> str:
+def report(df: pd.DataFrame, img_dir: Path | None, arrivals: str = "controlled") -> str:
     """All tables (and the plots, into ``img_dir``) from the runs' metrics.
 
     Runs are told apart by their columns: main runs have P = 1, s = 4 and the
     default decision rule; Table 4 runs have P unlimited; the sweeps vary s or P
-    for FitGpp; the diagnostics change ``count_grace`` or ``tick``.
+    for FitGpp; the diagnostics change ``count_grace`` or ``tick``. ``arrivals`` names the
+    arrival reading when the runs do not record it (CSVs written before that column).
     """
     df = df.copy()
     rule = default_rule(df)
     main_df, inf_df = split_runs(df)
     n, seeds, load = int(df["n_jobs"].iloc[0]), sorted(df["seed"].unique()), df.get("load")
     lo = 2.0 if load is None or load.isna().all() else float(load.dropna().iloc[0])
-    text = [(f"fitgpp-lab, {n} jobs per workload, offered load {lo:g}, seeds "
+    arr = str(df["arrivals"].iloc[0]) if "arrivals" in df else arrivals
+    how = "load in the system kept at" if arr == "controlled" else "offered load"
+    text = [(f"fitgpp-lab, {n} jobs per workload, {arr} arrivals ({how} {lo:g}), seeds "
              f"{seeds[0]}..{seeds[-1]} (mean ± std over {len(seeds)} seeds)"), "",
             main_tables(main_df, inf_df)]
     ab = df[(df["P"] == 1) & (df["s"] == 4.0) & df["algo"].isin(["LRTP", "RAND", "FitGpp"])]
@@ -359,84 +362,6 @@ def split_runs(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     base = default_rule(df) & (df["s"] == 4.0)
     return (df[base & (df["P"] == 1)],
             df[base & df["P"].isna() & df["algo"].isin(["LRTP", "RAND", "FitGpp"])])
-
-
-def headline_rows(quick: bool, csv: Path | None = None, workers: int = 1) -> list:
-    """The paper's headline numbers (sec. 4.2, Tables 1-4) beside ours, as reproduction rows.
-
-    ``quick``: 2**13 jobs x 4 workloads; else the paper's 2**16 x 8. ``csv``: read the
-    runs of an earlier ``--csv`` instead of simulating (its size is then the size reported).
-    """
-    from hetgym.reproduction import Row
-
-    if csv is not None:
-        df = pd.read_csv(csv)
-    else:
-        n, seeds = (2**13, 4) if quick else (2**16, 8)
-        tasks = [Task(al, sd, n) for sd in range(seeds) for al in ("FIFO", "LRTP", "RAND", "FitGpp")]
-        tasks += [Task(al, sd, n, P=None) for sd in range(seeds) for al in ("LRTP", "RAND", "FitGpp")]
-        df = run_all(tasks, workers)
-    main_df, inf_df = split_runs(df)
-    n, k = int(df["n_jobs"].iloc[0]), int(df["seed"].nunique())
-    setting = f"fitgpp-lab, controlled load 2.0, {n} jobs x {k} workloads"
-    link = "fitgpp.md#how-this-compares-with-the-paper-and-why"
-
-    def m(algo: str, col: str, d: pd.DataFrame = main_df) -> float:
-        return float(d.loc[d["algo"] == algo, col].mean())
-
-    def per_seed(algo: str, col: str) -> pd.Series:
-        return main_df[main_df["algo"] == algo].set_index("seed")[col]
-
-    def rise(col: str) -> float:  # FitGpp against FIFO [%], mean over workloads
-        return float((100.0 * (per_seed("FitGpp", col) / per_seed("FIFO", col) - 1.0)).mean())
-
-    def any_pre(algo: str) -> float:
-        return m(algo, "preempted_1_pct", inf_df) + m(algo, "preempted_2_pct", inf_df) + \
-            m(algo, "preempted_3plus_pct", inf_df)
-
-    def row(claim: str, source: str, paper: float, ours: float, check: str = "side",
-            neutral: float | None = None, note: str = "") -> Row:
-        return Row("FitGpp", claim, source, paper, ours, check=check, neutral=neutral,
-                   setting=setting, link=link, note=note)
-
-    t1, t2, t3, t4 = PAPER_T1, PAPER_T2, PAPER_T3, PAPER_T4
-    any_paper = {a: sum(v) for a, v in t4.items()}
-    return [
-        row("TE p95 slowdown cut, FitGpp vs FIFO [%]", "sec. 4.2, abstract; Table 1",
-            PAPER_TEXT["te_p95_cut"], -rise("te_p95"), neutral=0.0),
-        row("BE p50 slowdown rise, FitGpp vs FIFO [%]", "sec. 4.2; Table 1", PAPER_TEXT["be_p50_rise"],
-            rise("be_p50"), neutral=0.0, note="preemptions rare; BE cost dominated by TE jobs jumping the queue"),
-        row("BE p95 slowdown rise, FitGpp vs FIFO [%]", "sec. 4.2; Table 1", PAPER_TEXT["be_p95_rise"],
-            rise("be_p95"), neutral=0.0),
-        row("BE p50 slowdown, FitGpp / LRTP", "Table 1", t1["FitGpp"][3] / t1["LRTP"][3],
-            m("FitGpp", "be_p50") / m("LRTP", "be_p50"), neutral=1.0),
-        row("BE p50 slowdown, FitGpp / RAND", "Table 1", t1["FitGpp"][3] / t1["RAND"][3],
-            m("FitGpp", "be_p50") / m("RAND", "be_p50"), neutral=1.0),
-        row("re-scheduling interval p50, FitGpp / LRTP", "Table 2", t2["FitGpp"][0] / t2["LRTP"][0],
-            m("FitGpp", "int_p50_min") / m("LRTP", "int_p50_min"), neutral=1.0,
-            note="FitGpp's victim alone makes room, so the TE job starts when its short GP ends"),
-        row("re-scheduling interval p95, FitGpp / LRTP", "Table 2", t2["FitGpp"][2] / t2["LRTP"][2],
-            m("FitGpp", "int_p95_min") / m("LRTP", "int_p95_min"), neutral=1.0),
-        row("re-scheduling interval p95, FitGpp / RAND", "Table 2", t2["FitGpp"][2] / t2["RAND"][2],
-            m("FitGpp", "int_p95_min") / m("RAND", "int_p95_min"), neutral=1.0),
-        row("preempted jobs (P = 1), FitGpp / LRTP", "Table 3", t3["FitGpp"] / t3["LRTP"],
-            m("FitGpp", "preempted_pct") / m("LRTP", "preempted_pct"), neutral=1.0,
-            note="LRTP/RAND need fewer victims per TE job here (small assumed TE demands)"),
-        row("preempted jobs (P = 1), FitGpp / RAND", "Table 3", t3["FitGpp"] / t3["RAND"],
-            m("FitGpp", "preempted_pct") / m("RAND", "preempted_pct"), neutral=1.0),
-        row("preempted jobs (P = ∞), FitGpp / LRTP", "Table 4 (sum of columns)",
-            any_paper["FitGpp"] / any_paper["LRTP"], any_pre("FitGpp") / any_pre("LRTP"), neutral=1.0),
-        row("preempted jobs (P = ∞), FitGpp / RAND", "Table 4 (sum of columns)",
-            any_paper["FitGpp"] / any_paper["RAND"], any_pre("FitGpp") / any_pre("RAND"), neutral=1.0),
-        row("FIFO TE p50 slowdown", "Table 1", t1["FIFO"][0], m("FIFO", "te_p50"), "level",
-            note="demand distributions assumed (paper's Fig. 2 lost); lower queueing"),
-        row("FIFO TE p95 slowdown", "Table 1", t1["FIFO"][1], m("FIFO", "te_p95"), "level"),
-        row("FIFO BE p50 slowdown", "Table 1", t1["FIFO"][3], m("FIFO", "be_p50"), "level"),
-        row("FitGpp TE p95 slowdown", "Table 1", t1["FitGpp"][1], m("FitGpp", "te_p95"), "level",
-            note="decisions at events, not every simulated minute (1.20 with 60-s ticks)"),
-        row("FitGpp preempted jobs (P = 1) [%]", "Table 3", t3["FitGpp"], m("FitGpp", "preempted_pct"), "level"),
-        row("LRTP preempted jobs (P = 1) [%]", "Table 3", t3["LRTP"], m("LRTP", "preempted_pct"), "level"),
-    ]
 
 
 def bench(n_jobs: int, seed: int, load: float | None = None) -> None:
@@ -514,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.csv:
         a.csv.parent.mkdir(parents=True, exist_ok=True)
         df.to_csv(a.csv, index=False)
-    text = [report(df, a.img_dir), "", header]
+    text = [report(df, a.img_dir, a.arrivals), "", header]
     out = "\n".join(text)
     print(out)
     if a.out:

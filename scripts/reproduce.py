@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import allox_rows
 import andreas_study
-import fitgpp_study
+import fitgpp_rows
 import hadar_study
 import topo_study
 
@@ -64,7 +64,7 @@ def parts(quick: bool, workers: int, fitgpp_csv: Path | None) -> list[Part]:
         Part("AlloX", False, lambda: allox_rows.headline_rows(quick)),
         Part("ANDREAS", False, lambda: andreas_study.headline_rows(quick, workers)),
         Part("Hadar/HadarE", False, lambda: hadar_study.headline_rows(quick, workers)),
-        Part("FitGpp", False, lambda: fitgpp_study.headline_rows(quick, fitgpp_csv, workers)),
+        Part("FitGpp", False, lambda: fitgpp_rows.headline_rows(quick, fitgpp_csv, workers)),
     ]
 
 
