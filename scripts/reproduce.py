@@ -141,6 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     docs = ", ".join(f"[{f}]({DOCS[f]})" for f in FAMILIES if f in fams)
     pre = PREAMBLE.format(cmd=cmd.strip(), mode=mode, secs=total, cores=os.cpu_count(),
                           load=os.getloadavg()[0], docs=docs)
+    if a.fitgpp_csv is not None and "FitGpp" in fams:
+        pre += (f"\nThe FitGpp rows are read from `{a.fitgpp_csv}`, the runs of an earlier "
+                "`python scripts/fitgpp_study.py ... --csv` (its size is in the setting column; "
+                "docs/fitgpp.md gives the command).\n")
     timing = "\n".join(f"| {k} | {v:.0f} |" for k, v in secs.items())
     text = render(rows, title="Reproduction of the papers' numbers", preamble=pre)
     text += f"\n## Run time per part\n\n| part | seconds |\n|---|---|\n{timing}\n"
