@@ -127,7 +127,8 @@ def teacher_action(env: Any, teacher: Any, mask: np.ndarray) -> int:
 def collect(scenario: Scenario, env_config: EnvConfig | DecisionEnvConfig, teacher: str,
             teacher_params: dict[str, Any] | None = None, episodes: int = 32, seed: int = 0,
             gamma: float = 0.99) -> dict[str, np.ndarray]:
-    """Roll the teacher in the env; arrays ``obs``, ``mask``, ``action``, ``ret`` and stats.
+    """Roll the teacher in the env; arrays ``obs``, ``mask``, ``action``, ``ret`` and stats
+    (``teacher_avg_jct``; ``skipped``: decisions a decision env could not express).
 
     Episode ``i`` is ``env.reset(seed=seed + 7919 * (i + 1))`` (windows unlike
     the first PPO episodes, which use ``seed + env index``).
@@ -143,10 +144,11 @@ def collect(scenario: Scenario, env_config: EnvConfig | DecisionEnvConfig, teach
         env = env_config.make(scenario)
     obs_l, mask_l, act_l, ret_l = [], [], [], []
     jcts = []
+    skipped = 0
     for i in range(episodes):
         sched = baselines.make(teacher, **(teacher_params or {}))
         if decision:
-            sched = SchedulerAgent(sched)
+            sched = SchedulerAgent(sched, strict=False)  # skip what the window cannot show
             obs, _ = env.reset(seed=seed + 7919 * (i + 1), options=sched.reset_options())
         else:
             obs, _ = env.reset(seed=seed + 7919 * (i + 1))
@@ -170,7 +172,8 @@ def collect(scenario: Scenario, env_config: EnvConfig | DecisionEnvConfig, teach
             rets[t] = g
         ret_l.append(rets)
         jcts.append(info["episode_metrics"]["avg_jct"])
-    return {"obs": np.asarray(obs_l, dtype=np.float32), "mask": np.asarray(mask_l),
+        skipped += getattr(sched, "skipped", 0)
+    return {"skipped": np.asarray(skipped),"obs": np.asarray(obs_l, dtype=np.float32), "mask": np.asarray(mask_l),
             "action": np.asarray(act_l, dtype=np.int64),
             "ret": np.concatenate(ret_l).astype(np.float32),
             "teacher_avg_jct": np.asarray(jcts)}

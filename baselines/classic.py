@@ -325,17 +325,17 @@ class SRPT:
         lists = groups.lists
         plen = 8
         while True:
-            flat = [e for g in live for e in lists[g][:plen]]
-            if not flat:
+            parts = [groups.prefix(g, plen) for g in live]  # cached while a group is unchanged
+            arr = np.concatenate(parts) if parts else np.empty((0, 3))
+            n = len(arr)
+            if n == 0:
                 return []
-            arr = np.array(flat)
-            lens = [min(len(lists[g]), plen) for g in live]
+            lens = [len(a) for a in parts]
             hoff = np.zeros(len(live) + 1, dtype=np.int64)
             np.cumsum(lens, out=hoff[1:])
             hfull = np.asarray([len(lists[g]) <= plen for g in live])
             plan, now = view.capacity(), view.capacity()
             running = np.array(view.running)
-            n = len(flat)
             out_pre = np.empty(len(running), dtype=np.int64)
             out_job = np.empty(n, dtype=np.int64)
             out_dev = np.empty(n, dtype=np.int64)

@@ -203,6 +203,7 @@ class WaitingGroups:
         self.lists: list[list[tuple[float, int, int]]] = [[] for _ in range(len(first))]
         self.count = np.zeros(len(first), dtype=np.int64)
         self.entry: dict[int, tuple[float, int, int]] = {}
+        self._prefix: dict[int, tuple[int, np.ndarray]] = {}  # group -> (k, prefix(g, k))
         self._workers = np.asarray(view.workers, dtype=np.int64)
         self._cpus_need = np.asarray(view.cpus_need, dtype=np.float64)
         self._mem = np.asarray(view.mem, dtype=np.float64)
@@ -234,6 +235,7 @@ class WaitingGroups:
         bisect.insort(self.lists[g], e)
         self.count[g] += 1
         self.entry[int(job)] = e
+        self._prefix.pop(g, None)
 
     def remove(self, job: int) -> None:
         """A job stops waiting (started)."""
@@ -242,6 +244,17 @@ class WaitingGroups:
         lst = self.lists[g]
         del lst[bisect.bisect_left(lst, e)]
         self.count[g] -= 1
+        self._prefix.pop(g, None)
+
+    def prefix(self, g: int, k: int) -> np.ndarray:
+        """float64[min(k, len), 3]: the first ``k`` entries ``(key, tie, job)`` of group ``g``
+        (kept until the group changes: most groups do not change between decisions)."""
+        hit = self._prefix.get(g)
+        if hit is None or hit[0] != k:
+            lst = self.lists[g]
+            arr = np.array(lst[:k], dtype=np.float64).reshape(-1, 3)
+            hit = self._prefix[g] = (k, arr)
+        return hit[1]
 
     def bounds(self, free_gpus: np.ndarray, free_cpus: np.ndarray, free_mem: np.ndarray
                ) -> np.ndarray:

@@ -1,6 +1,7 @@
 """hetgym: scheduling deep-learning jobs on hybrid clusters as Gymnasium environments.
 
-``import hetgym`` registers the environments (``HetCluster-v0``). The heavier parts
+``import hetgym`` registers the environments (``HetCluster-v0`` and the decision envs
+``HetClusterPlacement-v0``, ``HetClusterElastic-v0``, ``HetClusterRounds-v0``, docs/envs.md). The heavier parts
 (the simulator with Numba, workloads and metrics with pandas, scenarios) load on
 first use of their names, so that a process that only needs some of them starts fast.
 """
@@ -56,3 +57,5 @@ def __dir__() -> list[str]:
 _register(id="HetCluster-v0", entry_point="hetgym.envs.hetcluster:HetClusterEnv",
           vector_entry_point="hetgym.envs.batched:HetClusterVecEnv")
 _register(id="HetClusterPlacement-v0", entry_point="hetgym.envs.placement:HetClusterPlacementEnv")
+_register(id="HetClusterElastic-v0", entry_point="hetgym.envs.elastic:HetClusterElasticEnv")
+_register(id="HetClusterRounds-v0", entry_point="hetgym.envs.rounds:HetClusterRoundsEnv")

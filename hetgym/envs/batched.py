@@ -113,7 +113,7 @@ class HetClusterVecEnv(VectorEnv):
     @staticmethod
     def _entry(env: HetClusterEnv) -> tuple:
         sim = env.sim
-        return (sim.params, sim.state, env._ep, env._es)
+        return (sim.kP, sim.kS, env._ep, env._es)
 
     def _sync(self, i: int) -> None:
         """Point slot ``i`` of the compiled list at sub-env ``i``'s current state (unless it

@@ -87,6 +87,7 @@ class DecisionEnv(gym.Env):
         self.round_length = sc.options.round_length if round_length is True else (
             float(round_length) if round_length else None)
         self.every_event = bool(every_event)
+        self.rounds_only = False  # ask the agent at round boundaries only (HetClusterRounds-v0)
         self.invalid_action = invalid_action
         self.reward_scale, self.time_scale = float(reward_scale), float(time_scale)
         self.render_mode = render_mode
@@ -162,7 +163,7 @@ class DecisionEnv(gym.Env):
         if invalid or a == self.done_action:
             self._finish_point()
         else:
-            sim.apply([self.decode(a)])
+            self.act(a)
             self._acted = True
         self._refresh()
         terminated = bool(sim.finished)
@@ -181,6 +182,14 @@ class DecisionEnv(gym.Env):
         """Feasible actions (bool, length ``action_space.n``) for MaskablePPO; ``done`` is
         always feasible."""
         return self._mask.copy()
+
+    def act(self, a: int) -> None:
+        """Carry out feasible action ``a`` (not ``done``): its decision, at once."""
+        self.sim.apply([self.decode(a)])
+
+    def encode_actions(self, decision: Decision) -> list[int]:
+        """The actions that carry out ``decision`` now, in order (here one: :meth:`encode`)."""
+        return [self.encode(decision)]
 
     def set_wakeup(self, t: float | None) -> None:
         """Ask for a decision point at time ``t`` (as a scheduler's ``next_wakeup``); call it
@@ -220,6 +229,10 @@ class DecisionEnv(gym.Env):
         k, m = divmod(a, self.max_candidates)
         if k >= len(self._slots):
             return f"action {a}: slot {k} is empty ({len(self._slots)} jobs in the window)"
+        return self.why_slot(a, k, m)
+
+    def why_slot(self, a: int, k: int, m: int) -> str:
+        """Why action ``a`` (index m of filled slot k) is masked now."""
         return (f"action {a}: job {self._slots[k]} (slot {k}) has {len(self._cands[k])} "
                 f"feasible candidates, not {m + 1}")
 
@@ -262,6 +275,8 @@ class DecisionEnv(gym.Env):
             if not self.every_event and sim.n_queue == 0 and not self._timer:
                 continue
             sim.decision_points += 1
+            if self.rounds_only and not sim.view.at_round_boundary and not sim.finished:
+                continue  # a scheduler's point where a round-based one decides nothing
             if sim.finished:  # a decision point with nothing left to decide
                 return False
             self.point += 1
@@ -301,6 +316,16 @@ class DecisionEnv(gym.Env):
                     for i, n in enumerate(self.CAND_FEATURES)]
         out += [Feature(len(out) + i, "global", 0, n, False) for i, n in enumerate(self.GLOBAL_FEATURES)]
         return out
+
+    def time_features(self, j: int) -> tuple[float, float, float]:
+        """Of job ``j``: squash(time since arrival, T); squash(best remaining duration over
+        the device types, T); deadline slack tanh((deadline - now) / T), 1 if none."""
+        v, T = self.sim.view, self.time_scale
+        best = float(np.min(v.durations(np.asarray([j]), remaining=True)))
+        dl = v.deadline[j]
+        slack = 1.0 if not np.isfinite(dl) else float(np.tanh((dl - v.now) / T))
+        return (float(squash(v.now - v.arrival[j], T)),
+                float(squash(best, T)) if np.isfinite(best) else 1.0, slack)
 
     def global_features(self) -> list[float]:
         """``GLOBAL_FEATURES``: squash(queue length, K); squash(running jobs, K); arrived and
@@ -344,12 +369,22 @@ class SchedulerAgent:
     decisions one at a time (:meth:`DecisionEnv.encode`, against the state the earlier
     ones left), then asks for its wake-up (``next_wakeup``) and takes ``done``: the run of
     :func:`hetgym.simulate`. Use ``env.reset(seed=..., options=agent.reset_options())``.
+
+    Args:
+        scheduler: Anything with ``reset(view)`` / ``decide(view)`` (``next_wakeup`` optional).
+        strict: Raise :class:`~hetgym.decisions.SchedulingError` for a decision the env
+            cannot express (job outside the window, no such candidate); with False it is
+            skipped and counted in :attr:`skipped` (the run then differs from
+            :func:`hetgym.simulate`'s: behaviour cloning with a small window).
     """
 
-    def __init__(self, scheduler: Any) -> None:
+    def __init__(self, scheduler: Any, strict: bool = True) -> None:
         self.scheduler = scheduler
+        self.strict = bool(strict)
+        self.skipped = 0
         self._point = -1
         self._todo: list[Decision] = []
+        self._queued: list[int] = []
 
     def reset_options(self) -> dict[str, Callable[[Any], None]]:
         """``reset`` options that reset the scheduler (and ask its first wake-up) before the
@@ -372,11 +407,21 @@ class SchedulerAgent:
         if env.point != self._point:
             self._point = env.point
             self._todo = list(self.scheduler.decide(env.sim.view) or [])
+            self._queued = []
+        if self._queued:
+            return self._queued.pop(0)
         while self._todo:
             d = self._todo.pop(0)
             if type(d).__name__ == "Wait":
                 continue
-            return env.encode(d)
+            try:
+                self._queued = env.encode_actions(d)
+            except SchedulingError:
+                if self.strict:
+                    raise
+                self.skipped += 1
+                continue
+            return self._queued.pop(0)
         self._wake(env.sim.view)
         return env.done_action
 

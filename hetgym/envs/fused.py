@@ -317,8 +317,10 @@ def finish_step_nb(i, P, S, EP, ES, steps, stuck, max_steps, rewards, terms, ter
     term[i] = done
     trunc[i] = (not done) and (steps[i] >= max_steps or stuck[i])
     rewards[i] = step_reward_nb(S, EP, ES, terms[i])
-    obs[i, :] = ES.obs
-    masks[i, :] = ES.mask
+    for k in range(ES.obs.shape[0]):  # loops: a slice copy compiles Numba's shape-error path
+        obs[i, k] = ES.obs[k]
+    for k in range(ES.mask.shape[0]):
+        masks[i, k] = ES.mask[k]
     stat[i, 0] = run.acc[ACC_NOW]
     stat[i, 1] = run.ctr[CTR_Q]
     stat[i, 2] = run.ctr[CTR_RUN]

@@ -210,7 +210,7 @@ class HetClusterEnv(gym.Env):
         """Entry points of the env kernels for the current state's types (see
         :mod:`hetgym.sim.dispatch`)."""
         sim = self.sim
-        b = Binder(sim.params, sim.state, self._ep, self._es)
+        b = Binder(sim.kP, sim.kS, self._ep, self._es)
         self._decide = b.entry(decide_point_nb, True)
         self._act = b.entry(act_nb, 0)
         self._refresh = None  # bound on first use (only adapters call refresh)
@@ -223,7 +223,7 @@ class HetClusterEnv(gym.Env):
         sim = self.sim
         if sim.state is not self._bound_state:
             self._bind()
-        return sim.params, sim.state, self._ep, self._es
+        return sim.kP, sim.kS, self._ep, self._es
 
     def _read_windows(self) -> None:
         self._n_win, self._n_rwin = self._es.nwin.tolist()

@@ -12,17 +12,17 @@ import numpy as np
 
 from hetgym import scenarios as _scenarios
 from hetgym.decisions import Decision, Placement, Start
+from hetgym.envs.candidates import (
+    default_starts,
+    holds_gang,
+    placement_key,
+    single_server,
+)
 from hetgym.envs.decision_base import DecisionEnv, squash
 from hetgym.envs.features import SCALE
 from hetgym.specs import Scenario
 
-__all__ = ["HetClusterPlacementEnv", "placement_key"]
-
-
-def placement_key(pl: Placement) -> tuple[tuple[int, int], ...]:
-    """The (node, GPU) pairs of a placement, sorted: two placements with the same key
-    hold the same devices (worker order does not matter to the simulator's rates)."""
-    return tuple(sorted(zip(np.asarray(pl.nodes).tolist(), np.asarray(pl.gpus).tolist())))
+__all__ = ["HetClusterPlacementEnv"]
 
 
 class HetClusterPlacementEnv(DecisionEnv):
@@ -129,37 +129,22 @@ class HetClusterPlacementEnv(DecisionEnv):
         """Whether some GPU server where job ``j`` runs holds its whole gang when empty."""
         hit = self._single.get(j)
         if hit is None:
-            v = self.sim.view
-            d = v.node_device
-            w = v.workers[j]
-            ok = ((v.tput[j, d] > 0) & ~v.dev_is_cpu[d] & (v.node_gpus >= w)
-                  & (v.node_cpus + 1e-9 >= w * v.cpus_need[j, d])
-                  & (v.node_mem + 1e-9 >= w * v.mem[j]))
-            hit = self._single[j] = bool(ok.any())
+            hit = self._single[j] = single_server(self.sim.view, j, int(self.sim.jobs.workers[j]))
         return hit
 
     def candidates(self, j: int) -> list[Decision]:
-        """Module docstring: GPU subsets of one server, or default placements per type."""
+        """Class docstring: GPU subsets of one server, or default placements per type."""
         v = self.sim.view
-        w = int(v.workers[j])
         if not self.one_server(j):
-            out = []
-            for c in range(len(self.devices)):
-                if v.holdable[j, c]:
-                    pl = v.capacity().place(j, c)
-                    if pl is not None:
-                        out.append(Start(j, c, pl))
-            return out
-        d = v.node_device
-        ok = np.flatnonzero((v.free_gpus >= w) & (v.tput[j, d] > 0) & ~v.dev_is_cpu[d]
-                            & (v.free_cpus + 1e-9 >= w * v.cpus_need[j, d])
-                            & (v.free_mem + 1e-9 >= w * v.mem[j]))
+            return default_starts(v, j)
+        w = int(v.workers[j])
+        ok = np.flatnonzero(holds_gang(v, j, w, v.free_gpus, v.free_cpus, v.free_mem))
         owner = self.sim.ns.gpu_owner
-        out = []
+        out: list[Decision] = []
         for n in ok.tolist():
             free = np.flatnonzero(owner[n, : int(v.node_gpus[n])] < 0).tolist()
             for gpus in itertools.combinations(free, w):
-                out.append(Start(j, int(d[n]), Placement.of([n] * w, gpus)))
+                out.append(Start(j, int(v.node_device[n]), Placement.of([n] * w, gpus)))
                 if len(out) == self.max_candidates:
                     return out
         return out
@@ -178,12 +163,9 @@ class HetClusterPlacementEnv(DecisionEnv):
     # --------------------------------------------------------------- features
     def job_features(self, j: int) -> Sequence[float]:
         """``JOB_FEATURES`` (class docstring)."""
-        v, T = self.sim.view, self.time_scale
-        best = float(np.min(v.durations(np.asarray([j]), remaining=True)))
-        best = best if np.isfinite(best) else 1e30
-        dl = v.deadline[j]
-        slack = 1.0 if not np.isfinite(dl) else float(np.tanh((dl - v.now) / T))
-        return [1.0, squash(v.now - v.arrival[j], T), squash(best, T),
+        v = self.sim.view
+        age, best, slack = self.time_features(j)
+        return [1.0, age, best,
                 v.workers[j] / max(1, int(v.node_gpus.max())), v.comm[j],
                 v.min_utility[j], float(v.job_class[j]), slack]
 

@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 from numba import typeof
+from numba.experimental.structref import StructRefProxy
 
 __all__ = ["entry", "Binder"]
 
@@ -27,6 +28,8 @@ def _shape_key(a: Any) -> Any:
         return (a.dtype.num, a.ndim, a.flags.num)  # flags: contiguity, writeable, aligned, ...
     if isinstance(a, tuple):
         return (t, tuple([_shape_key(x) for x in a]))
+    if isinstance(a, StructRefProxy):
+        return a._type
     return t
 
 

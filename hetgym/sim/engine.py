@@ -20,6 +20,7 @@ from hetgym.sim import events as E
 from hetgym.sim import kernels as K
 from hetgym.sim.codes import JobStatus
 from hetgym.sim.dispatch import Binder
+from hetgym.sim.mirror import mirror
 from hetgym.sim.state import (
     ACC_ENERGY,
     ACC_NOW,
@@ -57,9 +58,9 @@ class Simulator:
     """State and mechanics of one simulated run.
 
     The state is two typed NamedTuples (:mod:`hetgym.sim.state`): ``params``
-    (static) and ``state`` (dynamic), passed whole to the kernels of
-    :mod:`hetgym.sim.events`. ``jobs``/``nodes`` and ``js``/``ns`` are their
-    job and node parts.
+    (static) and ``state`` (dynamic); the kernels of :mod:`hetgym.sim.events` take
+    their structref mirror ``kP``, ``kS`` (:mod:`hetgym.sim.mirror`, the same arrays)
+    whole. ``jobs``/``nodes`` and ``js``/``ns`` are the NamedTuples' job and node parts.
 
     Args:
         scenario: The scenario to simulate.
@@ -124,9 +125,13 @@ class Simulator:
         return True
 
     def _bind(self) -> None:
-        """Forget the kernels' entry points (again after the state is replaced); each is
-        resolved for this state's types on first use, so a run compiles only what it calls."""
-        self._binder = Binder(self.params, self.state)
+        """Build the kernels' structref mirror of the state (:mod:`hetgym.sim.mirror`) and
+        forget the kernels' entry points (again after an array of the state is replaced);
+        each is resolved for the mirror's types on first use, so a run compiles only what
+        it calls."""
+        self.kernel_state = mirror(self.params, self.state)
+        self.kP, self.kS = self.kernel_state.P, self.kernel_state.S
+        self._binder = Binder(self.kP, self.kS)
         self._entries: dict[str, Any] = {}
 
     def _kernel(self, name: str) -> Any:
@@ -135,7 +140,7 @@ class Simulator:
         if e is None:
             run = self.state.run
             placed = (0, 1, run.out_node, run.out_gpu)
-            lead = {"step_nb": (), "start_nb": placed, "move_nb": placed,
+            lead = {"step_nb": (), "start_nb": placed + (0,), "move_nb": placed,
                     "place_start_nb": (0, 0), "preempt_nb": (0,)}[name]
             e = self._entries[name] = self._binder.entry(getattr(E, name), *lead)
         return e
@@ -210,7 +215,7 @@ class Simulator:
         """The waiting jobs in queue order (a view into the queue buffer, valid until the
         simulator moves on): arrival order, suspended jobs at the head."""
         run = self.state.run
-        K.queue_compact_nb(run, self.js.qpos)
+        K.queue_compact_nb(self.kernel_state.run, self.js.qpos)
         h = int(run.ctr[CTR_QHEAD])
         return run.queue[h: h + int(run.ctr[CTR_Q])]
 
@@ -221,7 +226,7 @@ class Simulator:
     # ------------------------------------------------------------------ time
     def next_event_time(self) -> float:
         """Time of the next event (``inf`` if none)."""
-        return float(E.next_event_nb(self.params, self.state))
+        return float(E.next_event_nb(self.kP, self.kS))
 
     def advance(self) -> bool:
         """Jump to the next event time and process every event there.
@@ -229,10 +234,10 @@ class Simulator:
         Returns False (and does nothing) if there is no further event or the
         next one lies past the horizon (then time moves to the horizon).
         """
-        code, n_d, n_g = self._kernel("step_nb")(self.params, self.state)
+        code, n_d, n_g = self._kernel("step_nb")(self.kP, self.kS)
         if code == E.STEP_LOG_FULL:
             self.grow_segments()
-            code, n_d, n_g = self._kernel("step_nb")(self.params, self.state)
+            code, n_d, n_g = self._kernel("step_nb")(self.kP, self.kS)
         if code == E.STEP_WORK_LEFT:
             j = int(self.ctr[CTR_ERR])
             raise InvariantError(f"job {j} completes with {self.js.remaining[j]} of "
@@ -316,7 +321,7 @@ class Simulator:
                          np.concatenate([np.asarray(p.gpus, dtype=np.int64) for p in parts]))
 
     def _placement_arrays(self, what: str, job: int, device: str | int | None,
-                          placement: Placement | Sequence[Placement]
+                          placement: Placement | Sequence[Placement], check_device: bool = True
                           ) -> tuple[int, np.ndarray, np.ndarray]:
         """Check an explicit placement's shape (one worker per entry of the job's gang, all on
         ``device`` if given) and return ``(W, nodes, gpus)`` as the kernels take them. A list
@@ -338,16 +343,20 @@ class Simulator:
         w = len(placement)
         nodes = np.ascontiguousarray(placement.nodes, dtype=np.int64)
         gpus = np.ascontiguousarray(placement.gpus, dtype=np.int64)
-        if device is not None:
-            dev = self.device_index(device)
-            nd = self.nodes
-            inside = w == 0 or (nodes.min() >= 0 and nodes.max() < len(nd.dev))
-            if inside and not (nd.dev[nodes] == dev).all():
-                on = set(nd.dev[nodes].tolist())
-                raise SchedulingError(
-                    f"{what}: job {job} asks for {self.devices[dev]} but its placement is on "
-                    f"{sorted(self.devices[d] for d in on)} (give device=None for a mixed allocation)")
+        if device is not None and check_device:
+            self._check_device(what, job, self.device_index(device), nodes)
         return w, nodes, gpus
+
+    def _check_device(self, what: str, job: int, dev: int, nodes: np.ndarray) -> None:
+        """Raise if a placement whose nodes are all in range is not all on device type ``dev``
+        (:func:`~hetgym.sim.events.start_nb` makes the same test for ``Start``)."""
+        nd = self.nodes
+        inside = len(nodes) == 0 or (nodes.min() >= 0 and nodes.max() < len(nd.dev))
+        if inside and not (nd.dev[nodes] == dev).all():
+            on = set(nd.dev[nodes].tolist())
+            raise SchedulingError(
+                f"{what}: job {job} asks for {self.devices[dev]} but its placement is on "
+                f"{sorted(self.devices[d] for d in on)} (give device=None for a mixed allocation)")
 
     def start(self, job: int, device: str | int | None = None,
               placement: Placement | Sequence[Placement] | None = None) -> None:
@@ -369,7 +378,7 @@ class Simulator:
             dev = self.device_index(device)
             if jb.tput[job, dev] <= 0:
                 raise SchedulingError(f"Start: job {job} cannot run on {self.devices[dev]} (tput 0)")
-            code = self._kernel("place_start_nb")(job, dev, self.params, self.state)
+            code = self._kernel("place_start_nb")(job, dev, self.kP, self.kS)
             if code == E.START_NO_ROOM:
                 raise SchedulingError(
                     f"Start: job {job} ({w} workers, {jb.cpus_need[job, dev]} cores, "
@@ -378,8 +387,11 @@ class Simulator:
             if code:
                 raise SchedulingError(f"Start: job {job} could not start: {self._REASONS[code]}")
             return
-        w, nodes, gpus = self._placement_arrays("Start", job, device, placement)
-        code = self._kernel("start_nb")(job, w, nodes, gpus, self.params, self.state)
+        w, nodes, gpus = self._placement_arrays("Start", job, device, placement, False)
+        want = -1 if device is None else self.device_index(device)
+        code = self._kernel("start_nb")(job, w, nodes, gpus, want, self.kP, self.kS)
+        if code == E.START_WRONG_DEVICE:
+            self._check_device("Start", job, want, nodes)
         if code:
             raise SchedulingError(f"Start: placement of job {job} is invalid: {self._REASONS[code]}")
 
@@ -398,7 +410,7 @@ class Simulator:
         w, nodes, gpus = self._placement_arrays("Move", job, device, placement)
         if self.ctr[CTR_SEG] + 1 > self.state.run.seg_i.shape[0]:
             self.grow_segments()
-        code = self._kernel("move_nb")(job, w, nodes, gpus, self.params, self.state)
+        code = self._kernel("move_nb")(job, w, nodes, gpus, self.kP, self.kS)
         if code:
             raise SchedulingError(f"Move: placement of job {job} is invalid: {self._REASONS[code]}")
 
@@ -427,9 +439,9 @@ class Simulator:
             raise SchedulingError(
                 f"Preempt: job {job} was already preempted {js.n_preempt[job]} times (limit {limit})"
             )
-        if self._kernel("preempt_nb")(job, self.params, self.state) == E.STEP_LOG_FULL:
+        if self._kernel("preempt_nb")(job, self.kP, self.kS) == E.STEP_LOG_FULL:
             self.grow_segments()
-            self._kernel("preempt_nb")(job, self.params, self.state)
+            self._kernel("preempt_nb")(job, self.kP, self.kS)
 
     def grow_segments(self) -> None:
         """Double the segment log (called when a kernel reports it full)."""

@@ -1,7 +1,9 @@
 """Fused Numba paths of the simulator over the typed state: one call per event instant, per start.
 
 Every kernel takes ``P`` (:class:`~hetgym.sim.state.Params`) and ``S``
-(:class:`~hetgym.sim.state.State`) whole. ``step_nb`` processes every event of
+(:class:`~hetgym.sim.state.State`) whole, as the simulator passes them: their
+structref mirrors (:mod:`hetgym.sim.mirror`; the NamedTuples work too, at a cost in
+reference counting and compile time). ``step_nb`` processes every event of
 the next instant (completions, grace ends, arrivals, round boundary) and is the
 one step function that both :func:`hetgym.simulate` and ``HetCluster-v0`` drive;
 ``start_nb`` / ``place_start_nb`` validate and start a job; ``move_nb``
@@ -49,6 +51,7 @@ STEP_MOVED, STEP_NONE, STEP_WORK_LEFT, STEP_TIME_BACK, STEP_LOG_FULL = 1, 0, -1,
 #: Return codes of :func:`start_nb` / :func:`place_start_nb` / :func:`move_nb` besides
 #: those of :func:`~hetgym.sim.kernels.check_placement_nb` (1-6).
 START_OK, START_NOT_QUEUED, START_TPUT_ZERO, START_NO_ROOM, START_NOT_RUNNING = 0, 7, 8, 9, 10
+START_WRONG_DEVICE = 11
 
 
 @njit(cache=True, inline="always")
@@ -374,8 +377,9 @@ def _occupy_nb(job, w, wnodes, wgpus, dev, P, S):
 
 
 @njit(cache=True)
-def start_nb(job, w, wnodes, wgpus, P, S):
-    """Validate a placement and start a queued job on it.
+def start_nb(job, w, wnodes, wgpus, want, P, S):
+    """Validate a placement and start a queued job on it (on device type ``want``, or any
+    type if ``want < 0``).
 
     ``w`` may be the job's gang size times its number of copies (forking, M4): copy c is
     ``wnodes[c W:(c + 1) W]``; the caller checks that copies are allowed and on distinct
@@ -383,10 +387,21 @@ def start_nb(job, w, wnodes, wgpus, P, S):
     restart delay if larger).
 
     Returns ``START_OK``, a code 1-6 of :func:`~hetgym.sim.kernels.check_placement_nb`,
-    ``START_NOT_QUEUED`` or ``START_TPUT_ZERO`` (a worker on a device type where
-    the job's throughput is 0).
+    ``START_NOT_QUEUED``, ``START_TPUT_ZERO`` (a worker on a device type where
+    the job's throughput is 0) or ``START_WRONG_DEVICE`` (every node in range, but not
+    all of type ``want``; tested first).
     """
     js, run = S.job, S.run
+    if want >= 0:
+        dev, nn = P.nodes.dev, P.nodes.dev.shape[0]
+        inside = True
+        for i in range(w):
+            if wnodes[i] < 0 or wnodes[i] >= nn:
+                inside = False
+        if inside:
+            for i in range(w):
+                if dev[wnodes[i]] != want:
+                    return START_WRONG_DEVICE
     if js.status[job] != QUEUED:
         return START_NOT_QUEUED
     code, dev = _check_nb(job, w, wnodes, wgpus, P, S)
@@ -476,7 +491,7 @@ def place_start_nb(job, dev, P, S):
                   S.node, run.scr_i, run.out_node, run.out_gpu)
     if not ok:
         return START_NO_ROOM
-    return start_nb(job, w, run.out_node, run.out_gpu, P, S)
+    return start_nb(job, w, run.out_node, run.out_gpu, dev, P, S)
 
 
 @njit(cache=True, inline="always")

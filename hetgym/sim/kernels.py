@@ -116,7 +116,8 @@ def _pick_gpus_nb(n, k, topo, gpu_owner, node_gpus, node_dist, out_gpu, start):
     for seed in range(g):
         if gpu_owner[n, seed] >= 0:
             continue
-        used[:] = False
+        for i in range(g):
+            used[i] = False
         used[seed] = True
         chosen[0] = seed
         cost = 0.0
@@ -137,10 +138,17 @@ def _pick_gpus_nb(n, k, topo, gpu_owner, node_gpus, node_dist, out_gpu, start):
             cost += bc
         if cost < best_cost - EPS:
             best_cost = cost
-            best[:] = chosen[:]
-    srt = np.sort(best)
+            for m in range(k):
+                best[m] = chosen[m]
+    # ascending GPU indices (insertion sort of k <= G items; loops, not slice copies or
+    # np.sort, which cost seconds of compilation)
     for m in range(k):
-        out_gpu[start + m] = srt[m]
+        x = best[m]
+        q = m
+        while q > 0 and out_gpu[start + q - 1] > x:
+            out_gpu[start + q] = out_gpu[start + q - 1]
+            q -= 1
+        out_gpu[start + q] = x
 
 
 @njit(cache=True)
@@ -210,7 +218,7 @@ def place_nb(dev, w, cpus, mem, policy, nodes, ns, scr_i, out_node, out_gpu):
                         left -= 1
                         if left == 0:
                             break
-    c = 0
+    c = m - m  # 0, typed int64: a literal 0 would compile _pick_gpus_nb a second time
     for i in range(m):
         k = take[i]
         if k == 0:

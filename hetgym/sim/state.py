@@ -1,7 +1,8 @@
 """Typed arrays that cross into the Numba kernels, built from a :class:`~hetgym.specs.Scenario`.
 
 The simulator's whole state is two NamedTuples, passed whole to every kernel
-(the gymnax / Jumanji shape):
+(the gymnax / Jumanji shape; the kernels get their structref mirror, the same
+arrays, from :mod:`hetgym.sim.mirror`):
 
 * :class:`Params` (static for a run): :class:`JobArrays`, :class:`NodeArrays`,
   :class:`Options` (scalars).

@@ -36,6 +36,12 @@ def _copy_state(ns: NodeState) -> NodeState:
     return NodeState(*(a.copy() for a in ns))
 
 
+def _kernel_parts(sim: Simulator) -> tuple:
+    """``(jobs, nodes, js)`` of the simulator's kernel mirror (:mod:`hetgym.sim.mirror`)."""
+    k = sim.kernel_state
+    return k.jobs, k.nodes, k.js
+
+
 class CapacityModel:
     """Scratch copy of free node resources for trying placements.
 
@@ -62,14 +68,15 @@ class CapacityModel:
     def slots(self, job: int, dev: int) -> int:
         """How many workers of ``job`` fit on free ``dev`` capacity."""
         jb = self._sim.jobs
-        return int(K.total_slots_nb(dev, jb.cpus_need[job, dev], jb.mem[job], self._sim.nodes,
-                                    self.ns))
+        return int(K.total_slots_nb(dev, jb.cpus_need[job, dev], jb.mem[job],
+                                    self._sim.kernel_state.nodes, self.ns))
 
     def fits(self, job: int, dev: int) -> bool:
         """Whether the whole gang of ``job`` fits on ``dev`` now (and it can run there)."""
         jb = self._sim.jobs
         return bool(jb.tput[job, dev] > 0 and K.fits_nb(dev, jb.workers[job], jb.cpus_need[job, dev],
-                                                        jb.mem[job], self._sim.nodes, self.ns))
+                                                        jb.mem[job], self._sim.kernel_state.nodes,
+                                                        self.ns))
 
     def place(self, job: int, dev: int) -> Placement | None:
         """Find a placement on ``dev``, take it from this copy and return it (or None)."""
@@ -80,8 +87,8 @@ class CapacityModel:
         w = int(jb.workers[job])
         out_n = np.empty(w, dtype=np.int64)
         out_g = np.empty(w, dtype=np.int64)
-        ok = K.place_nb(dev, w, jb.cpus_need[job, dev], jb.mem[job], self.policy, sim.nodes,
-                        self.ns, self._scr, out_n, out_g)
+        ok = K.place_nb(dev, w, jb.cpus_need[job, dev], jb.mem[job], self.policy,
+                        sim.kernel_state.nodes, self.ns, self._scr, out_n, out_g)
         if not ok:
             return None
         self.take(job, out_n, out_g)
@@ -92,26 +99,24 @@ class CapacityModel:
         jb = self._sim.jobs
         K.alloc_nb(job, len(nodes), np.asarray(nodes, dtype=np.int64),
                    np.asarray(gpus, dtype=np.int64), 1, jb.cpus_need[job], jb.mem[job],
-                   self._sim.nodes, self.ns)
+                   self._sim.kernel_state.nodes, self.ns)
 
     def give(self, job: int) -> None:
         """Give back (in this copy) the resources that running ``job`` holds."""
         sim = self._sim
         w = int(sim.js.nworkers[job])
         K.alloc_nb(job, w, sim.js.worker_node[job, :w], sim.js.worker_gpu[job, :w], -1,
-                   sim.jobs.cpus_need[job], sim.jobs.mem[job], sim.nodes, self.ns)
+                   sim.jobs.cpus_need[job], sim.jobs.mem[job], sim.kernel_state.nodes, self.ns)
 
     def give_many(self, jobs: np.ndarray) -> None:
         """:meth:`give` for every running job in ``jobs``, in order (one kernel call)."""
         sim = self._sim
-        K.alloc_jobs_nb(np.ascontiguousarray(jobs, dtype=np.int64), -1, sim.jobs, sim.nodes,
-                        sim.js, self.ns)
+        K.alloc_jobs_nb(np.ascontiguousarray(jobs, dtype=np.int64), -1, *_kernel_parts(sim), self.ns)
 
     def take_many(self, jobs: np.ndarray) -> None:
         """Take in this copy what the running ``jobs`` hold now (their current placements)."""
         sim = self._sim
-        K.alloc_jobs_nb(np.ascontiguousarray(jobs, dtype=np.int64), 1, sim.jobs, sim.nodes,
-                        sim.js, self.ns)
+        K.alloc_jobs_nb(np.ascontiguousarray(jobs, dtype=np.int64), 1, *_kernel_parts(sim), self.ns)
 
     def copy(self) -> "CapacityModel":
         """An independent copy of this scratch state."""
@@ -246,7 +251,7 @@ class View:
         nd = s.nodes
         if n.min() < 0 or n.max() >= len(nd.dev) or (g >= nd.gpus[n]).any() or (g < -1).any():
             raise ValueError(f"rate_of: placement of job {job} names a node or GPU out of range")
-        return float(interfered_rate_nb(int(job), len(n), n, g, s.params, s.ns))
+        return float(interfered_rate_nb(int(job), len(n), n, g, s.kP, s.kernel_state.ns))
 
     @property
     def pref(self) -> np.ndarray:
@@ -279,7 +284,7 @@ class View:
             self._adm = (np.empty(m, np.int64), np.empty(m, np.int64), np.empty((m, w), np.int64),
                          np.empty((m, w), np.int64))
         a_job, a_dev, a_nodes, a_gpus = self._adm
-        args = (order, pref, bool(blocking), int(cap.policy), s.params, cap.ns, s.state.run.scr_i,
+        args = (order, pref, bool(blocking), int(cap.policy), s.kP, cap.ns, s.state.run.scr_i,
                 a_job, a_dev, a_nodes, a_gpus)
         if pref is self._pref and type(cap) is CapacityModel:
             # the common case: every argument has the types of the first call (order is an

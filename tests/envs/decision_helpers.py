@@ -19,22 +19,26 @@ from hetgym.metrics import job_table
 TIMING = {"decision_time_p50", "decision_time_p99"}
 
 
-def run_both(env_id: str, scenario: str, name: str, seed: int = 3, **kw):
+def run_both(env_id: str, scenario: str, name: str, seed: int = 3, params: dict | None = None,
+             **kw):
     """The scheduler ``name`` through ``env_id``'s actions and through ``hetgym.simulate``
     (same simulator seed): ``(steps, final info, env jobs table, simulate Result)``."""
-    sched = baselines.make(name)
+    params = params or {}
+    sched = baselines.make(name, **params)
     env = gym.make(env_id, scenario=scenario, n_jobs=None, **decision_point_kwargs(sched), **kw)
     steps, info = play(env, SchedulerAgent(sched), seed=seed)
     sim = env.unwrapped.sim
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = hetgym.simulate(env.unwrapped.scenario, baselines.make(name), seed=sim.seed)
+        res = hetgym.simulate(env.unwrapped.scenario, baselines.make(name, **params), seed=sim.seed)
     return steps, info, job_table(sim), res
 
 
-def assert_exact(env_id: str, scenario: str, name: str, **kw) -> None:
-    """Same jobs table, same metrics (but the timing ones), return = - total JCT (h)."""
-    steps, info, jobs, res = run_both(env_id, scenario, name, **kw)
+def assert_exact(env_id: str, scenario: str, name: str, params: dict | None = None,
+                 **kw) -> None:
+    """Same jobs table, same metrics (but the timing ones), and the return is minus the
+    objective's metrics."""
+    steps, info, jobs, res = run_both(env_id, scenario, name, params=params, **kw)
     pd.testing.assert_frame_equal(jobs, res.jobs)
     got = info["episode_metrics"]
     for k, v in res.metrics.items():
@@ -54,3 +58,21 @@ def assert_exact(env_id: str, scenario: str, name: str, **kw) -> None:
 def env_weights(env_id: str, scenario: str) -> dict[str, float]:
     """The scenario objective's weights."""
     return gym.make(env_id, scenario=scenario).unwrapped.reward.weights
+
+
+def random_rollout(env_id: str, scenario: str, seed: int, policy_seed: int = 0, n: int = 200,
+                   **kw) -> np.ndarray:
+    """Observations and rewards of ``n`` uniformly random feasible actions (resetting at
+    each episode end), concatenated."""
+    env = gym.make(env_id, scenario=scenario, **kw)
+    rng = np.random.default_rng(policy_seed)
+    obs, _ = env.reset(seed=seed)
+    out = [obs]
+    for _ in range(n):
+        a = int(rng.choice(np.flatnonzero(env.unwrapped.action_masks())))
+        obs, r, term, trunc, info = env.step(a)
+        out.append(np.append(obs, r))
+        if term or trunc:
+            assert "episode_metrics" in info
+            obs, _ = env.reset()
+    return np.concatenate(out)

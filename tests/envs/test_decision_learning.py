@@ -11,15 +11,21 @@ import hetgym  # noqa: F401
 from agents.bc import BCConfig, DecisionEnvConfig, collect, pretrain
 from hetgym import scenarios
 
-#: env id, scenario, teacher, small env kwargs
-CASES = [("HetClusterPlacement-v0", "topo-sim", "topo-aware", {"n_jobs": 16, "window": 4})]
+#: env id, scenario (name, kwargs), teacher (name, params), small env kwargs
+CASES = [("HetClusterPlacement-v0", ("topo-sim", {}), ("topo-aware", {}),
+          {"n_jobs": 16, "window": 4}),
+         ("HetClusterElastic-v0", ("andreas-sim", {}), ("andreas-rg", {"max_iter": 50}),
+          {"n_jobs": 16, "window": 4, "run_window": 4}),
+         ("HetClusterRounds-v0", ("hadar-sim", {"n_jobs": 24}), ("hadar", {}),
+          {"n_jobs": 6, "window": 6})]
+IDS = [c[0] for c in CASES]
 
 
-@pytest.mark.parametrize("env_id,scenario,teacher,kw", CASES)
+@pytest.mark.parametrize("env_id,scenario,teacher,kw", CASES, ids=IDS)
 def test_maskable_ppo_smoke(env_id, scenario, teacher, kw):
     from sb3_contrib import MaskablePPO
 
-    env = gym.make(env_id, scenario=scenario, **kw)
+    env = gym.make(env_id, scenario=scenarios.get(scenario[0], **scenario[1]), **kw)
     model = MaskablePPO("MlpPolicy", env, n_steps=64, batch_size=32, n_epochs=1, seed=0,
                         policy_kwargs={"net_arch": [32]}, device="cpu")
     model.learn(128)
@@ -28,23 +34,26 @@ def test_maskable_ppo_smoke(env_id, scenario, teacher, kw):
     assert env.unwrapped.action_masks()[int(a)]
 
 
-@pytest.mark.parametrize("env_id,scenario,teacher,kw", CASES)
+@pytest.mark.parametrize("env_id,scenario,teacher,kw", CASES, ids=IDS)
 def test_behaviour_cloning_from_the_paper_scheduler(env_id, scenario, teacher, kw):
     from sb3_contrib import MaskablePPO
 
-    sc = scenarios.get(scenario)
+    sc = scenarios.get(scenario[0], **scenario[1])
     cfg = DecisionEnvConfig(env_id, kw)
-    data = collect(sc, cfg, teacher, episodes=2, seed=0)
+    data = collect(sc, cfg, teacher[0], teacher[1], episodes=2, seed=0)
     n = len(data["action"])
     assert data["obs"].shape[0] == n == len(data["ret"]) and n > 10
     assert data["mask"][np.arange(n), data["action"]].all()
-    done = env_id and gym.make(env_id, scenario=sc, **kw).unwrapped.done_action
+    done = gym.make(env_id, scenario=sc, **kw).unwrapped.done_action
     assert (data["action"] != done).any() and (data["action"] == done).any()
     env = gym.make(env_id, scenario=sc, **kw)
     model = MaskablePPO("MlpPolicy", env, n_steps=64, batch_size=32, seed=0,
                         policy_kwargs={"net_arch": [64]}, device="cpu")
-    stats = pretrain(model, sc, cfg, BCConfig(teacher=teacher, episodes=2, epochs=30,
-                                              batch_size=64, learning_rate=3e-3), seed=0)
+    stats = pretrain(model, sc, cfg, BCConfig(teacher=teacher[0], teacher_params=teacher[1],
+                                              episodes=2, epochs=20, batch_size=64,
+                                              learning_rate=3e-3), seed=0)
     # better than a uniform choice among the feasible actions
     chance = float(np.mean(1.0 / data["mask"].sum(axis=1)))
     assert stats["accuracy"] > chance + 0.1, (stats, chance)
+    print(env_id, teacher, {k: stats[k] for k in ("samples", "accuracy")}, "chance",
+          round(chance, 3), "skipped", int(data["skipped"]))

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import gymnasium as gym
 import numpy as np
+import pandas as pd
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-import hetgym  # noqa: F401  (registers the ids)
+import hetgym
 from hetgym.decisions import Placement, SchedulingError, Start
-from tests.envs.decision_helpers import assert_exact
+from tests.envs.decision_helpers import assert_exact, random_rollout
 
 ID = "HetClusterPlacement-v0"
 
@@ -33,24 +34,12 @@ def test_check_env_and_spaces():
     assert len(u.obs_layout) == env.observation_space.shape[0]
 
 
-def _rollout(seed, policy_seed=0, n=200):
-    env = gym.make(ID, scenario="topo-sim", n_jobs=24, window=4)
-    rng = np.random.default_rng(policy_seed)
-    obs, _ = env.reset(seed=seed)
-    out = [obs]
-    for _ in range(n):
-        a = int(rng.choice(np.flatnonzero(env.unwrapped.action_masks())))
-        obs, r, term, trunc, info = env.step(a)
-        out.append(np.append(obs, r))
-        if term or trunc:
-            assert "episode_metrics" in info
-            obs, _ = env.reset()
-    return np.concatenate(out)
-
-
 def test_seeding_is_deterministic():
-    np.testing.assert_array_equal(_rollout(5), _rollout(5))
-    assert not np.array_equal(_rollout(5), _rollout(6))
+    def roll(seed):
+        return random_rollout(ID, "topo-sim", seed, n_jobs=24, window=4)
+
+    np.testing.assert_array_equal(roll(5), roll(5))
+    assert not np.array_equal(roll(5), roll(6))
 
 
 def test_candidates_are_free_gpu_sets_of_one_server():
@@ -103,3 +92,48 @@ def test_a_start_takes_no_time_and_done_advances():
     assert u.sim.now == t0 and info["queued"] == q0 - 1 and r == 0.0
     _, r, _, _, info = env.step(u.done_action)
     assert u.sim.now > t0 and r < 0
+
+
+class _Ticker:
+    """Starts waiting jobs (first fit, FIFO) only at its own wake-ups, every 500 s: a
+    scheduler whose decision points are wake-ups (``next_wakeup``) and events."""
+
+    def reset(self, view):
+        self.calls = 0
+
+    def decide(self, view):
+        self.calls += 1
+        if view.now % 500.0:
+            return []
+        from baselines.topo_parts import first_fit
+
+        cap, out = view.capacity(), []
+        for j in view.queue.tolist():
+            hit = first_fit(view, cap, j)
+            if hit is None:
+                break
+            n, gpus = hit
+            pl = Placement.of([n] * len(gpus), list(gpus))
+            cap.take(j, pl.nodes, pl.gpus)
+            out.append(Start(j, int(view.node_device[n]), pl))
+        return out
+
+    def next_wakeup(self, view):
+        return (view.now // 500.0 + 1) * 500.0
+
+
+def test_wakeups_are_honoured_as_in_simulate():
+    """A scheduler that acts only at its wake-ups gives its hetgym.simulate run through
+    the env (wake-ups asked at reset and after every decision point)."""
+    from hetgym.envs.decision_base import SchedulerAgent, play
+    from hetgym.metrics import job_table
+
+    env = gym.make(ID, scenario="topo-sim", n_jobs=None, window=100)
+    sched = _Ticker()
+    _, info = play(env, SchedulerAgent(sched), seed=0)
+    calls = sched.calls
+    ref = _Ticker()
+    res = hetgym.simulate(env.unwrapped.scenario, ref, seed=env.unwrapped.sim.seed)
+    assert info["done"] == 100 and ref.calls == calls
+    pd.testing.assert_frame_equal(job_table(env.unwrapped.sim), res.jobs)
+    assert (res.jobs["start"] % 500.0 == 0).all()  # every start at a wake-up

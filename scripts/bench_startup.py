@@ -1,0 +1,36 @@
+"""Start-up cost of a short simulation from the shell (issue 9, "start-up").
+
+    python scripts/bench_startup.py            # one process: load, simulate, print times
+    NUMBA_CACHE_DIR=$(mktemp -d) python scripts/bench_startup.py   # right after install
+
+Loads the first 300 Gavel-traceable jobs of the packaged ``6c71a0.trace`` (jobs of at
+most 4 GPUs that Gavel measured on every type), simulates them with FIFO on a
+3 x 9 x 4-GPU cluster (V100, P100, K80) and prints the process's times. Wrap it in
+``/usr/bin/time`` for the whole process, interpreter start included.
+"""
+
+import sys
+import time
+from pathlib import Path
+
+T0 = time.perf_counter()
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from gavel_check import hetgym_scenario, select_jobs
+
+import baselines
+import hetgym
+from hetgym.traces.gavel import packaged_gavel_dir
+
+T1 = time.perf_counter()
+trace = packaged_gavel_dir() / "6c71a0.trace"
+sc = hetgym_scenario(trace, select_jobs(trace, 300, 4), {"v100": 36, "p100": 36, "k80": 36},
+                     {"v100": 4, "p100": 4, "k80": 4})
+T2 = time.perf_counter()
+res = hetgym.simulate(sc, baselines.make("fifo"))
+T3 = time.perf_counter()
+res2 = hetgym.simulate(sc, baselines.make("fifo"))
+T4 = time.perf_counter()
+print(f"import {T1 - T0:.2f} s, load {T2 - T1:.2f} s, first simulate (incl. compile/cache load) "
+      f"{T3 - T2:.2f} s, second simulate {T4 - T3:.3f} s, {len(sc.workload.frame)} jobs")
