@@ -1,12 +1,10 @@
 """AlloX's rows of the reproduction table (``scripts/reproduce.py``): the paper's worked
-examples (sec. 1, 2.2, 3.1) and its simulation headline (sec. 5.2.2, Fig. 13; sec. 5.2.3,
-Fig. 16), built from what ``scripts/allox_study.py`` offers.
+examples (sec. 1, 2.2, 3.1) and its simulation headline (sec. 5.2, Figs. 11-16).
 
-HOOK (issue 13 part 3): the headline rows below run ``allox-hybrid`` at its default load,
-which is *not* the paper's regime (the baselines' queues do not explode there; see
-docs/allox.md). When ``allox_study.py`` exposes the paper-regime setting, replace the body
-of :func:`headline_rows` by a call to it (or pass its scenario keywords as
-``REGIME_KW``); keep the paper values (:data:`PAPER_REDUCTION`, :data:`PAPER_SRPT_GAP`).
+The headline rows run ``allox-hybrid`` in the paper's regime (``setting="paper"``,
+registered as ``allox-paper``: 10 users x 1,024 jobs at speed-weighted load 0.9; see
+docs/allox.md, "The paper's regime"), through
+:func:`allox_paper_study.paper_regime_rows`.
 """
 
 from __future__ import annotations
@@ -15,47 +13,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-#: Sec. 5.2.2 (Fig. 13): AlloX (alpha = 0.1) reduces the average JCT by this much [%].
-PAPER_REDUCTION = {"drff": 95.0, "drfs": 84.0, "es": 88.0, "drfa": 53.0}
-#: Sec. 5.2.2: AlloX is "not far (30%)" from SRPT; sec. 5.2.3 (Fig. 16): 9 % at alpha = 1.
-PAPER_SRPT_GAP = {"allox": 30.0, "allox[alpha=1]": 9.0}
-#: Scenario keywords of the paper's regime on ``allox-hybrid`` (HOOK: empty = the default).
-REGIME_KW: dict[str, Any] = {}
-LINK = "allox.md#reading-the-numbers-against-the-paper"
+def headline_rows(quick: bool) -> list:
+    """The paper regime's rows (Figs. 11-16: AlloX's average-JCT reductions against DRFF,
+    DRFS, ES, DRFA, its gap to SRPT, fairness, alpha) beside the paper's; ``quick``: seed 0
+    at 2,000 jobs, else seeds 0-2 at the paper's 10 x 1,024 jobs (about 1 h on 2 cores)."""
+    from hetgym.reproduction import Row
 
-
-def _study() -> Any:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     try:
-        import allox_study
+        from allox_paper_study import paper_regime_rows
     finally:
         sys.path.pop(0)
-    return allox_study
-
-
-def headline_rows(quick: bool) -> list:
-    """AlloX's average-JCT reductions against DRFF, DRFS, ES, DRFA and its gap to SRPT on
-    ``allox-hybrid`` (``quick``: seed 0; else seeds 0-2), beside the paper's."""
-    from hetgym.reproduction import Row, seed_label
-
-    study = _study()
-    seeds = [0] if quick else [0, 1, 2]
-    names = ["allox", "allox[alpha=1]", *PAPER_REDUCTION, "srpt[fastest-only]"]
-    load = float(REGIME_KW.get("load", 1.0))
-    base, _ = study.study(seeds, load, REGIME_KW.get("n_jobs"), names, [])
-    jct = base.groupby("scheduler")["avg_jct"].mean()
-    setting = f"allox-hybrid, load {load:g}, {seed_label(seeds)} (not the paper's regime yet)"
-    note = "at load 1.0 the GPUs alone nearly keep up; the paper's baselines' queues explode"
-    rows = [Row("AlloX", f"avg JCT reduction, AlloX (alpha 0.1) vs {name.upper()} [%]", "sec. 5.2.2, Fig. 13",
-                paper, 100.0 * (1.0 - jct["allox"] / jct[name]), neutral=0.0, setting=setting, link=LINK,
-                note=note if name != "drfs" else "alpha 0.1 plans one user's jobs onto busy GPUs; DRFS starts the shortest")
-            for name, paper in PAPER_REDUCTION.items()]
-    src = {"allox": "sec. 5.2.2, Fig. 13", "allox[alpha=1]": "sec. 5.2.3, Fig. 16"}
-    rows += [Row("AlloX", f"avg JCT above SRPT, {name} [%]", src[name], gap,
-                 100.0 * (jct[name] / jct["srpt[fastest-only]"] - 1.0), neutral=0.0, setting=setting,
-                 link=LINK, note="SRPT = srpt[fastest-only] (preemptive, waits for the fastest type)")
-             for name, gap in PAPER_SRPT_GAP.items()]
-    return rows
+    return [Row(**r) for r in paper_regime_rows(quick=quick)]
 
 
 def worked_example_rows() -> list:

@@ -9,7 +9,7 @@ Usage::
 
     python scripts/reproduce.py --quick            # < 10 min on 2 cores: smaller sweeps
     python scripts/reproduce.py                    # the papers' sizes (FitGpp 2^16 x 8: long)
-    python scripts/reproduce.py --fitgpp-csv outputs/fitgpp/paper_controlled.csv
+    python scripts/reproduce.py --fitgpp-csv docs/data/fitgpp_paper_controlled.csv
     python scripts/reproduce.py --examples-only    # the worked examples alone (seconds)
 
 The document is written atomically (``--out``, default ``docs/reproduction.md``).
@@ -59,8 +59,6 @@ def parts(quick: bool, workers: int, fitgpp_csv: Path | None) -> list[Part]:
         Part("ANDREAS", True, andreas_study.worked_example_rows),
         Part("TOPO-AWARE", True, topo_study.worked_example_rows),
         Part("TOPO-AWARE", False, lambda: topo_study.headline_rows(quick)),
-        # HOOK (issue 13 part 3): allox_rows.headline_rows runs allox-hybrid's default load
-        # until allox_study exposes the paper's regime; see allox_rows' module docstring.
         Part("AlloX", False, lambda: allox_rows.headline_rows(quick)),
         Part("ANDREAS", False, lambda: andreas_study.headline_rows(quick, workers)),
         Part("Hadar/HadarE", False, lambda: hadar_study.headline_rows(quick, workers)),
