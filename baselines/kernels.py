@@ -2,9 +2,9 @@
 
 * :func:`srpt_decide_nb`: one decision of :class:`baselines.classic.SRPT`.
 * :func:`jsq_omega_nb`: JSQ+'s projected machine free times
-  (:class:`baselines.allox.JSQPlus`).
+  (:class:`baselines.allox_naive.JSQPlus`).
 * :func:`pairs_admit_nb`: SJF+'s walk over (job, device type) pairs
-  (:class:`baselines.allox.SJFPlus`).
+  (:class:`baselines.allox_naive.SJFPlus`).
 * :func:`share_fill_nb`: ES filling one user's share (:class:`baselines.drf.EqualShare`).
 * :func:`any_start_nb`: whether any waiting job could still start on idle machines
   (:class:`baselines.allox.AlloX`).

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import pandas as pd
@@ -218,7 +219,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
     Checks, before anything runs: the scenario is registered; every scheduler name is
     installed (the message lists the valid names); seeds are non-negative integers;
-    ``--n-jobs`` is positive and the scenario takes it. The namespace gets
+    ``--n-jobs`` is positive and the scenario takes it; ``--out`` is not a directory and no
+    file stands where its folder would be made. The namespace gets
     ``scheduler_names`` and ``seed_list``.
     """
     from hetgym import scenarios, schedulers
@@ -249,8 +251,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         names = [n.strip() for n in a.schedulers.split(",") if n.strip()]
         unknown = [n for n in names if n not in installed]
         if unknown or not names:
-            p.error(f"--schedulers: unknown scheduler(s) {', '.join(map(repr, unknown)) or '(none given)'}; "
-                    f"valid: {', '.join(installed)} (or 'default', 'all')")
+            what = (f"unknown scheduler(s) {', '.join(map(repr, unknown))}" if unknown
+                    else "no scheduler named")
+            p.error(f"--schedulers: {what}; valid: {', '.join(installed)} (or 'default', 'all')")
     try:
         a.seed_list = _parse_seeds(a.seeds)
     except ValueError as exc:
@@ -263,6 +266,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         factory = scenarios._FACTORIES[a.scenario]
         if "n_jobs" not in inspect.signature(factory).parameters:
             p.error(f"--n-jobs: scenario {a.scenario!r} has a fixed job set (no n_jobs parameter)")
+    if a.out is not None:
+        out = Path(a.out)
+        if not a.out.strip() or out.is_dir():
+            p.error(f"--out {a.out!r}: expected a CSV file path, got "
+                    f"{'a directory' if a.out.strip() else 'nothing'}")
+        blocking = next((d for d in out.parents if d.exists()), None)
+        if blocking is not None and not blocking.is_dir():
+            p.error(f"--out {a.out!r}: {str(blocking)!r} is a file, not a folder")
     a.scheduler_names = names
     return a
 

@@ -5,13 +5,20 @@ seeds, prints a Markdown table and writes it into ``docs/allox.md`` (between the
 ``allox_study`` markers, with the exact command), sweeps AlloX's fairness knob alpha
 and plots the standard deviation of user progress against the average JCT
 (``docs/img/allox_alpha.png``, the paper's Fig. 16). ``--bench`` instead times one
-AlloX decision on 200 waiting jobs x 40 free machines.
+AlloX decision on 200 waiting jobs x 40 free machines. ``--paper-regime`` runs the
+paper's simulation regime (``allox-hybrid``, ``setting="paper"``) and writes Figures
+11-16's comparisons beside the paper's (:mod:`allox_paper_study`; other scripts import
+:func:`paper_regime_rows`, re-exported here).
 
 Examples::
 
     python scripts/allox_study.py                       # tables + sweep + plot (< 5 min)
     python scripts/allox_study.py --loads 1.0 --seeds 0 # quicker
     python scripts/allox_study.py --bench               # decision latency
+    python scripts/allox_study.py --paper-regime        # the paper's regime, seeds 0-2 (~1 h)
+    python scripts/allox_study.py --paper-regime --quick          # seed 0, 2,000 jobs (< 1 min)
+    python scripts/allox_study.py --paper-regime --from-csv outputs/allox/paper_regime.csv
+    python scripts/allox_study.py --paper-regime --diagnose --seeds 0  # the evidence for the gaps
 """
 
 from __future__ import annotations
@@ -21,8 +28,9 @@ import re
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -33,6 +41,9 @@ from baselines.allox import AlloX
 from baselines.allox_parts import allox_progress_timeline
 from baselines.classic import SRPT
 from baselines.parts import FastestOnly
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from allox_paper_study import paper_regime_rows  # noqa: F401  (re-exported)
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEDULERS: dict[str, Callable[[], Any]] = {
@@ -52,6 +63,7 @@ SCHEDULERS: dict[str, Callable[[], Any]] = {
     "srpt[fastest-only]": lambda: SRPT(devices=FastestOnly()),
 }
 BEGIN, END = "<!-- allox_study:begin -->", "<!-- allox_study:end -->"
+PBEGIN, PEND = "<!-- allox_paper:begin -->", "<!-- allox_paper:end -->"
 
 
 def run_one(scenario: hetgym.Scenario, scheduler: Any, seed: int) -> dict[str, float]:
@@ -151,12 +163,12 @@ def plot(sw: pd.DataFrame, base: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
-def write_doc(path: Path, block: str) -> None:
-    """Replace the generated block of ``path`` (or append it)."""
+def write_doc(path: Path, block: str, begin: str = BEGIN, end: str = END) -> None:
+    """Replace the generated block of ``path`` between ``begin`` and ``end`` (or append it)."""
     text = path.read_text() if path.exists() else "# AlloX\n"
-    new = f"{BEGIN}\n{block}\n{END}"
-    if BEGIN in text and END in text:
-        text = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END), lambda _: new, text, flags=re.S)
+    new = f"{begin}\n{block}\n{end}"
+    if begin in text and end in text:
+        text = re.sub(re.escape(begin) + r".*?" + re.escape(end), lambda _: new, text, flags=re.DOTALL)
     else:
         text = text.rstrip() + "\n\n" + new + "\n"
     path.write_text(text)
@@ -164,10 +176,10 @@ def write_doc(path: Path, block: str) -> None:
 
 def bench(n_jobs: int = 200, repeats: int = 30) -> str:
     """Time one AlloX decision on ``n_jobs`` waiting jobs x 40 free machines (allox-hybrid cluster)."""
+    from hetgym.presets.allox import hybrid_cluster
     from hetgym.sim.engine import Simulator
     from hetgym.specs import Scenario, SimOptions
     from hetgym.workload import Workload
-    from hetgym.presets.allox import hybrid_cluster
 
     rng = np.random.default_rng(0)
     df = pd.DataFrame({"job_id": np.arange(n_jobs), "arrival": 0.0,
@@ -208,11 +220,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plot", type=Path, default=ROOT / "docs" / "img" / "allox_alpha.png")
     p.add_argument("--no-write", action="store_true", help="print only")
     p.add_argument("--bench", action="store_true", help="time AlloX decisions (200 jobs x 40 machines)")
+    p.add_argument("--paper-regime", action="store_true",
+                   help="the paper's simulation regime (allox-hybrid setting=paper), Figs. 11-16")
+    p.add_argument("--quick", action="store_true", help="with --paper-regime: seed 0, 2,000 jobs")
+    p.add_argument("--diagnose", action="store_true",
+                   help="with --paper-regime: device mix and waits behind the gaps (first seed)")
+    p.add_argument("--csv", type=Path, default=None,
+                   help="with --paper-regime: append each run's metrics to this CSV")
+    p.add_argument("--from-csv", type=Path, default=None,
+                   help="with --paper-regime: make the tables from a CSV of runs instead of running")
     args = p.parse_args(argv)
     cmd = "python scripts/allox_study.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     if args.bench:
         print(f"`{cmd.strip()}`\n\n{bench()}")
         return 0
+    if args.paper_regime:
+        return paper_main(args, cmd.strip())
     t0 = time.perf_counter()
     names = list(dict.fromkeys(["allox", *args.schedulers]))
     parts = [f"Generated by `{cmd.strip()}` (seeds {args.seeds}, {time.strftime('%Y-%m-%d')}).", ""]
@@ -231,6 +254,34 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_write:
         plot(first_sweep, first_base, args.plot)
         write_doc(args.doc, block)
+    return 0
+
+
+def paper_main(args: argparse.Namespace, cmd: str) -> int:
+    """``--paper-regime``: run (or read) the regime, print and write its tables."""
+    import allox_paper_study as ps
+
+    t0 = time.perf_counter()
+    seeds = args.seeds if "--seeds" in sys.argv else ([0] if args.quick else [0, 1, 2])
+    if args.diagnose:
+        print(ps.diagnose(seeds[0], args.n_jobs))
+        return 0
+    if args.from_csv is not None:
+        df = pd.read_csv(args.from_csv)
+    else:
+        names = ps.QUICK if args.quick else ps.FULL
+        n_jobs = args.n_jobs if args.n_jobs is not None else (ps.QUICK_JOBS if args.quick else None)
+        df = ps.run(seeds, n_jobs, names, lambda s: print(s, file=sys.stderr, flush=True), args.csv)
+    rows = ps.rows_from(df)
+    block = "\n".join([
+        (f"Generated by `{cmd}` ({time.strftime('%Y-%m-%d')}; runs: {len(df)}, "
+         f"{df['cpu_s'].sum():.0f} s of simulation CPU time)."), "",
+        "#### The paper's claims beside ours", "", ps.markdown(rows), "",
+        "#### Every run (mean over seeds)", "", ps.runs_table(df)])
+    print(block)
+    print(f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    if not args.no_write and not args.quick:
+        write_doc(args.doc, block, PBEGIN, PEND)
     return 0
 
 

@@ -75,6 +75,13 @@ def slots_per_device(scenario: Any) -> dict[str, float]:
     return out
 
 
+def check_seed(seed: Any) -> int:
+    """The run seed, which must be a non-negative integer (``ValueError`` saying so)."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0 (e.g. seed=0), got {seed!r}")
+    return seed
+
+
 def run(cfg: DictConfig, out_dir: Path, label: str) -> dict[str, Any]:
     """Simulate the configured run and write its files into ``out_dir``."""
     import pandas as pd
@@ -119,6 +126,7 @@ def run(cfg: DictConfig, out_dir: Path, label: str) -> dict[str, Any]:
 @hydra.main(config_path=CONF_DIR, config_name="compare", version_base="1.3")
 def main(cfg: DictConfig) -> float:
     """Hydra entry point; returns the run's average JCT (for sweepers)."""
+    check_seed(cfg.seed)  # before the scenario (whose workload seed it is) is built
     hc = HydraConfig.get()
     out_dir = Path(hc.runtime.output_dir)
     choice = hc.runtime.choices.get("scheduler")

@@ -56,3 +56,64 @@ def test_no_reference_outside_the_repository():
             offenders.append(rel)
     assert offenders == []
     assert "docs/semantics.md" in (ROOT / "README.md").read_text()
+
+
+def _anchors(path: Path) -> set[str]:
+    """GitHub's anchors of a Markdown file's headings (outside code blocks)."""
+    out: set[str] = set()
+    seen: dict[str, int] = {}
+    inside = False
+    for line in path.read_text().splitlines():
+        if line.startswith("```"):
+            inside = not inside
+            continue
+        m = None if inside else re.match(r"^#{1,6}\s+(.*)$", line)
+        if m:
+            slug = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
+            n = seen.get(slug, 0)
+            seen[slug] = n + 1
+            out.add(slug if n == 0 else f"{slug}-{n}")
+    return out
+
+
+def test_relative_links_in_the_docs_resolve():
+    """Every relative link of README.md, BENCHMARKS.md and docs/*.md names a file of the
+    checkout and, with a #fragment, one of its headings."""
+    broken = []
+    for md in [ROOT / "README.md", ROOT / "BENCHMARKS.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = re.sub(r"```.*?```", "", md.read_text(), flags=re.S)
+        for target in re.findall(r"\[[^\]]*\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, frag = target.partition("#")
+            dest = (md.parent / path) if path else md
+            if not dest.exists():
+                broken.append(f"{md.name}: {target}")
+            elif frag and dest.suffix == ".md" and frag not in _anchors(dest):
+                broken.append(f"{md.name}: {target} (no such heading)")
+    assert broken == []
+
+
+def test_readme_and_envs_page_list_every_registered_env():
+    import gymnasium as gym
+
+    import hetgym  # noqa: F401  (registers the ids)
+
+    ids = [i for i in gym.registry if i.startswith("HetCluster")]
+    assert len(ids) >= 4
+    for page in ("README.md", "docs/envs.md"):
+        rows = [ln for ln in (ROOT / page).read_text().splitlines() if ln.startswith("| `")]
+        for env_id in ids:
+            assert any(ln.startswith(f"| `{env_id}` |") for ln in rows), (page, env_id)
+
+
+def test_readme_tour_runs(capsys):
+    """The README's tour (its first Python block) runs as written."""
+    text = (ROOT / "README.md").read_text()
+    block = text.split("## A 21-line tour", 1)[1].split("```python\n", 1)[1].split("\n```", 1)[0]
+    assert len(block.splitlines()) == 21
+    namespace: dict = {}
+    exec(compile(block, "README.md (tour)", "exec"), namespace)
+    assert namespace["place"].unwrapped.spec.id == "HetClusterPlacement-v0"
+    assert namespace["vec"].num_envs == 64
+    assert "hetero-small" in capsys.readouterr().out

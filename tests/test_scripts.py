@@ -104,3 +104,14 @@ def test_hadar_study_tables():
     text = mod.mix_tables(pd.DataFrame(rows))
     assert "| M-3 |" in text and "HadarE vs Hadar TTD" in text
     assert "| 40 |" in mod.bench([40], reps=1)
+
+
+def test_a_bad_seed_is_refused_by_name(tmp_path):
+    """``seed=a`` used to fail inside the scenario's constructor ("invalid literal for int()"
+    under ``full_key: scenario``); it is now refused first, naming the seed."""
+    p = subprocess.run([sys.executable, str(ROOT / "scripts" / "compare.py"), "seed=a",
+                        f"out_root={tmp_path}"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode != 0
+    assert "seed must be an integer >= 0 (e.g. seed=0), got 'a'" in p.stderr
+    assert not list(tmp_path.rglob("metrics.json"))

@@ -28,6 +28,7 @@ from gymnasium.vector.utils import batch_space
 
 from hetgym import scenarios as _scenarios
 from hetgym.decisions import SchedulingError
+from hetgym.envs.args import scenario_arg
 from hetgym.envs.fused import (
     ACT_INVALID,
     ACT_NOOP,
@@ -41,7 +42,6 @@ from hetgym.envs.hetcluster import HetClusterEnv
 from hetgym.envs.reward import TERMS
 from hetgym.metrics import summarize
 from hetgym.sim.engine import InvariantError
-from hetgym.specs import Scenario
 
 __all__ = ["HetClusterVecEnv"]
 
@@ -73,9 +73,9 @@ class HetClusterVecEnv(VectorEnv):
         if mode == AutoresetMode.DISABLED:
             raise ValueError("autoreset_mode must be 'next_step' or 'same_step'")
         kwargs.pop("max_episode_steps", None)  # gym.make_vec's, not ours (use max_steps)
-        sc = kwargs.pop("scenario", _scenarios.DEFAULT)
-        if not isinstance(sc, Scenario):  # one scenario object for all: its arrays are cached
-            sc = _scenarios.get(sc, **(kwargs.pop("scenario_kwargs", None) or {}))
+        # one scenario object for all: its arrays are cached
+        sc = scenario_arg(kwargs.pop("scenario", _scenarios.DEFAULT),
+                          kwargs.pop("scenario_kwargs", None))
         self.envs = [HetClusterEnv(scenario=sc, **kwargs) for _ in range(int(num_envs))]
         e0 = self.envs[0]
         self.num_envs = n = len(self.envs)
@@ -163,9 +163,8 @@ class HetClusterVecEnv(VectorEnv):
         """Truncation charge and ``episode_metrics`` of sub-env ``i`` (whose episode ended)."""
         env = self.envs[i]
         if self._trunc[i]:
-            terms = dict(zip(TERMS, self._terms[i].tolist()))
-            charge = env.reward.truncation_charge(env.sim)
-            terms = {k: v + charge[k] for k, v in terms.items()}
+            terms = env.reward.with_truncation_charge(
+                env.sim, dict(zip(TERMS, self._terms[i].tolist())))  # the kernel's step terms
             self._terms[i] = [terms[k] for k in TERMS]
             self._rew[i] = env.reward.combine(terms)
         return summarize(env.sim)

@@ -29,8 +29,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from hetgym import scenarios as _scenarios
 from hetgym.decisions import Decision, SchedulingError
+from hetgym.envs.args import count_arg, discrete_action, positive_arg, scenario_arg
+from hetgym.envs.candidates import single_server
 from hetgym.envs.features import Feature
 from hetgym.envs.fused import accrue_step_nb
 from hetgym.envs.reward import RewardTracker
@@ -61,7 +62,7 @@ class DecisionEnv(gym.Env):
     features ``GLOBAL_FEATURES`` (:meth:`global_features`).
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
     JOB_FEATURES: tuple[str, ...] = ()
     CAND_FEATURES: tuple[str, ...] = ()
     GLOBAL_FEATURES = ("queue_length", "running_jobs", "arrived", "done", "now")
@@ -71,30 +72,28 @@ class DecisionEnv(gym.Env):
                  round_length: float | bool | None, every_event: bool,
                  invalid_action: str, reward_scale: float, max_steps: int | None,
                  render_mode: str | None, time_scale: float, skip_forced: bool = False) -> None:
-        sc = scenario if isinstance(scenario, Scenario) else _scenarios.get(
-            scenario, **(scenario_kwargs or {}))
+        sc = scenario_arg(scenario, scenario_kwargs)
         if invalid_action not in ("done", "raise"):
             raise ValueError(f"invalid_action must be 'done' or 'raise', got {invalid_action!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
-        if window < 1 or max_candidates < 1:
-            raise ValueError(f"window and max_candidates must be >= 1, got {window}, {max_candidates}")
-        if not time_scale > 0:
-            raise ValueError(f"time_scale must be > 0 seconds, got {time_scale!r}")
         self.scenario = sc
         self.devices = sc.device_types
-        self.window, self.max_candidates = int(window), int(max_candidates)
+        self.window = count_arg("window", window)
+        self.max_candidates = count_arg("max_candidates", max_candidates)
         self.round_length = sc.options.round_length if round_length is True else (
             float(round_length) if round_length else None)
         self.every_event = bool(every_event)
         self.rounds_only = False  # ask the agent at round boundaries only (HetClusterRounds-v0)
         self.skip_forced = bool(skip_forced)
         self.invalid_action = invalid_action
-        self.reward_scale, self.time_scale = float(reward_scale), float(time_scale)
+        self.reward_scale = positive_arg("reward_scale", reward_scale, "seconds per reward unit")
+        self.time_scale = positive_arg("time_scale", time_scale, "seconds")
         self.render_mode = render_mode
         self.windows = EpisodeWindows(len(sc.workload), n_jobs)
         self.n_jobs = self.windows.size
-        self.max_steps = max_steps if max_steps is not None else 40 * self.n_jobs + 1000
+        self.max_steps = (count_arg("max_steps", max_steps) if max_steps is not None
+                          else 40 * self.n_jobs + 1000)
         self.done_action = self.window * self.max_candidates
         self.action_space = spaces.Discrete(self.done_action + 1)
         self.obs_layout = self._layout()
@@ -140,6 +139,7 @@ class DecisionEnv(gym.Env):
         self.sim = sim = Simulator(self.scenario, seed=sim_seed, round_length=self.round_length,
                                    rows=rows)
         self._inv_best = self.reward.reset(sim)
+        self._single: dict[tuple[int, int], bool] = {}  # one_server's answers this episode
         self.steps = 0
         self.point = 0  # decision points reached (sim.decision_points counts them too)
         on_start = (options or {}).get("on_start")
@@ -192,6 +192,14 @@ class DecisionEnv(gym.Env):
         """The actions that carry out ``decision`` now, in order (here one: :meth:`encode`)."""
         return [self.encode(decision)]
 
+    def one_server(self, j: int, w: int) -> bool:
+        """Whether some GPU server where job ``j`` runs holds ``w`` of its workers when empty
+        (:func:`~hetgym.envs.candidates.single_server`; cached for the episode)."""
+        hit = self._single.get((j, w))
+        if hit is None:
+            hit = self._single[(j, w)] = single_server(self.sim.view, j, w)
+        return hit
+
     def set_wakeup(self, t: float | None) -> None:
         """Ask for a decision point at time ``t`` (as a scheduler's ``next_wakeup``); call it
         before ``done``. ``None`` clears a pending wake-up."""
@@ -199,11 +207,16 @@ class DecisionEnv(gym.Env):
 
     def decode(self, action: int) -> Decision:
         """The decision that ``action`` carries out now (``SchedulingError`` if masked or done)."""
+        k, m = self._slot_candidate(action)
+        return self._cands[k][m]
+
+    def _slot_candidate(self, action: Any) -> tuple[int, int]:
+        """(slot k, candidate m) of a feasible action other than ``done``, else
+        ``SchedulingError`` saying why it is masked."""
         a = self._check_action(action)
         if a == self.done_action or not self._mask[a]:
             raise SchedulingError(self.why_invalid(a))
-        k, m = divmod(a, self.max_candidates)
-        return self._cands[k][m]
+        return divmod(a, self.max_candidates)
 
     def encode(self, decision: Decision) -> int:
         """The action that carries out ``decision`` now (``SchedulingError`` naming the job and
@@ -237,21 +250,24 @@ class DecisionEnv(gym.Env):
         return (f"action {a}: job {self._slots[k]} (slot {k}) has {len(self._cands[k])} "
                 f"feasible candidates, not {m + 1}")
 
-    def render(self) -> str | None:
-        """``ansi``: a text snapshot."""
+    def render(self) -> str | np.ndarray | None:
+        """``ansi``: a text snapshot of the cluster and of the decision point (its window's
+        jobs and how many decisions are feasible); ``rgb_array``: Gantt chart of the runs."""
         if self.render_mode is None or self.sim is None:
             return None
         from hetgym.envs import render as R
 
-        return R.ansi(self.sim)
+        if self.render_mode == "rgb_array":
+            return R.rgb_array(self.sim)
+        n_ok = int(self._mask.sum()) - int(self._mask[self.done_action])
+        more = f" ... ({len(self._slots)} jobs)" if len(self._slots) > 8 else ""
+        return (R.ansi(self.sim) + f"\n  decision point {self.point}: window "
+                f"{self._slots[:8]}{more}, {n_ok} feasible decisions besides done")
 
     # -------------------------------------------------------------- internals
     def _check_action(self, action: Any) -> int:
-        a = action[()] if isinstance(action, np.ndarray) and action.shape == () else action
-        if not isinstance(a, (int, np.integer)) or not 0 <= int(a) < self.action_space.n:
-            raise ValueError(f"action must be an integer in 0..{self.action_space.n - 1} "
-                             f"(Discrete), got {action!r}")
-        return int(a)
+        """The action as an int, or a ValueError saying what was expected."""
+        return discrete_action(action, self.action_space.n)
 
     def _advance(self) -> bool:
         """One event step of the simulator with the reward terms it accrues."""

@@ -8,14 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from hetgym import scenarios as _scenarios
 from hetgym.decisions import Decision, Move, Placement, Preempt, Start
 from hetgym.envs.candidates import (
     default_starts,
     holds_gang,
     own_on_nodes,
-    single_server,
 )
+from hetgym.envs.args import count_arg, scenario_arg
 from hetgym.envs.decision_base import DecisionEnv, squash
 from hetgym.envs.features import SCALE
 from hetgym.sim.codes import GRACE as _GRACE
@@ -93,7 +92,7 @@ class HetClusterElasticEnv(DecisionEnv):
     (R, 8), ``max_candidates`` (M; default the longest list the cluster allows, at most 64),
     ``n_jobs`` (64; None = all), ``round_length`` (300 s; None: events only),
     ``every_event`` (True), ``invalid_action`` (done, raise), ``reward_scale`` (3600),
-    ``max_steps`` (40 x jobs + 1000), ``render_mode`` (ansi), ``time_scale`` (3600),
+    ``max_steps`` (40 x jobs + 1000), ``render_mode`` (ansi, rgb_array), ``time_scale`` (3600),
     ``skip_forced`` (as ``HetClusterPlacement-v0``).
 
     ## Version History
@@ -113,11 +112,9 @@ class HetClusterElasticEnv(DecisionEnv):
                  reward_scale: float = 3600.0, max_steps: int | None = None,
                  render_mode: str | None = None, time_scale: float = SCALE,
                  skip_forced: bool = False) -> None:
-        sc = scenario if isinstance(scenario, Scenario) else _scenarios.get(
-            scenario, **(scenario_kwargs or {}))
-        self.queue_window, self.run_window = int(window), int(run_window)
-        if self.run_window < 0:
-            raise ValueError(f"run_window must be >= 0, got {run_window}")
+        sc = scenario_arg(scenario, scenario_kwargs)
+        self.queue_window = count_arg("window", window)
+        self.run_window = count_arg("run_window", run_window, least=0)
         if max_candidates is None:
             max_candidates = min(64, _largest_list(sc))
         super().__init__(sc, None, self.queue_window + self.run_window, max_candidates, n_jobs,
@@ -125,12 +122,6 @@ class HetClusterElasticEnv(DecisionEnv):
                          render_mode, time_scale,
                          skip_forced)
         self._gmax = max(1, max(spec.gpus for spec in sc.cluster.nodes))
-
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
-        """See :meth:`DecisionEnv.reset`."""
-        self._single: dict[int, bool] = {}
-        return super().reset(seed=seed, options=options)
 
     # ------------------------------------------------------------------ codec
     def slot_jobs(self) -> list[int]:
@@ -140,10 +131,8 @@ class HetClusterElasticEnv(DecisionEnv):
                 + sim.running_jobs()[: self.run_window].tolist())
 
     def _one_server(self, j: int) -> bool:
-        hit = self._single.get(j)
-        if hit is None:
-            hit = self._single[j] = single_server(self.sim.view, j, int(self.sim.jobs.min_workers[j]))
-        return hit
+        """Whether some GPU server where job ``j`` runs holds ``min_workers`` of it when empty."""
+        return self.one_server(j, int(self.sim.jobs.min_workers[j]))
 
     def _configs(self, j: int, gpus: np.ndarray, cpus: np.ndarray, mem: np.ndarray
                  ) -> list[tuple[int, int]]:

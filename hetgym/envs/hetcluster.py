@@ -10,6 +10,7 @@ from gymnasium import spaces
 
 from hetgym import scenarios as _scenarios
 from hetgym.decisions import SchedulingError
+from hetgym.envs.args import count_arg, discrete_action, positive_arg, scenario_arg
 from hetgym.envs.features import SCALE, layout, obs_size
 from hetgym.envs.fused import (
     ACT_GROW,
@@ -104,10 +105,7 @@ class HetClusterEnv(gym.Env):
                  invalid_action: str = "wait", preemption: bool = False, run_window: int = 8,
                  reward_scale: float = 3600.0, max_steps: int | None = None,
                  render_mode: str | None = None, time_scale: float = SCALE) -> None:
-        if isinstance(scenario, Scenario):
-            sc = scenario
-        else:
-            sc = _scenarios.get(scenario, **(scenario_kwargs or {}))
+        sc = scenario_arg(scenario, scenario_kwargs)
         if placement is not None:
             sc = sc.replace(options={"placement": placement})
         if invalid_action not in ("wait", "raise"):
@@ -116,19 +114,18 @@ class HetClusterEnv(gym.Env):
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
         self.scenario = sc
         self.devices = sc.device_types
-        self.window = int(window)
+        self.window = count_arg("window", window)
         self.n_dev = len(self.devices)
         self.preemption = bool(preemption)
-        self.run_window = int(run_window) if preemption else 0
+        self.run_window = count_arg("run_window", run_window) if preemption else 0
         self.invalid_action = invalid_action
-        self.reward_scale = float(reward_scale)
-        if not time_scale > 0:
-            raise ValueError(f"time_scale must be > 0 seconds, got {time_scale!r}")
-        self.time_scale = float(time_scale)
+        self.reward_scale = positive_arg("reward_scale", reward_scale, "seconds per reward unit")
+        self.time_scale = positive_arg("time_scale", time_scale, "seconds")
         self.render_mode = render_mode
         self.windows = EpisodeWindows(len(sc.workload), n_jobs)
         self.n_jobs = self.windows.size
-        self.max_steps = max_steps if max_steps is not None else 20 * self.n_jobs + 1000
+        self.max_steps = (count_arg("max_steps", max_steps) if max_steps is not None
+                          else 20 * self.n_jobs + 1000)
         self.n_start_actions = self.window * self.n_dev
         self.wait_action = self.n_start_actions + self.run_window
         self.action_space = spaces.Discrete(self.wait_action + 1)
@@ -306,18 +303,7 @@ class HetClusterEnv(gym.Env):
     # -------------------------------------------------------------- internals
     def _check_action(self, action: Any) -> int:
         """The action as an int, or a ValueError saying what was expected."""
-        if type(action) is int and 0 <= action < self.action_space.n:
-            return action
-        a = action
-        if isinstance(a, np.ndarray) and a.shape == ():
-            a = a[()]
-        if not isinstance(a, (int, np.integer)):
-            raise ValueError(f"action must be an integer in 0..{self.action_space.n - 1} "
-                             f"(Discrete), got {action!r} of type {type(action).__name__}")
-        a = int(a)
-        if not 0 <= a < self.action_space.n:
-            raise ValueError(f"action {a} out of range 0..{self.action_space.n - 1}")
-        return a
+        return discrete_action(action, self.action_space.n)
 
     def _advance_until_decision(self, force: bool) -> None:
         """Advance events until a start/preempt is feasible (at least one event if ``force``).

@@ -10,14 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from hetgym import scenarios as _scenarios
 from hetgym.decisions import Decision, Placement, Start
 from hetgym.envs.candidates import (
     default_starts,
     holds_gang,
     placement_key,
-    single_server,
 )
+from hetgym.envs.args import scenario_arg
 from hetgym.envs.decision_base import DecisionEnv, squash
 from hetgym.envs.features import SCALE
 from hetgym.specs import Scenario
@@ -90,7 +89,7 @@ class HetClusterPlacementEnv(DecisionEnv):
     ``max_candidates`` (M; default: the largest candidate list the scenario's jobs can
     have, at most 64), ``n_jobs`` (64; None = all), ``round_length`` (None),
     ``every_event`` (False), ``invalid_action`` (done, raise), ``reward_scale`` (3600),
-    ``max_steps`` (default 40 x jobs + 1000), ``render_mode`` (ansi), ``time_scale`` (3600),
+    ``max_steps`` (default 40 x jobs + 1000), ``render_mode`` (ansi, rgb_array), ``time_scale`` (3600),
     ``skip_forced`` (False; True: decision points where only ``done`` is feasible are passed
     by themselves, for learners: a scheduler acting through :class:`SchedulerAgent` needs
     False, since it is called at every one of its decision points).
@@ -110,36 +109,26 @@ class HetClusterPlacementEnv(DecisionEnv):
                  invalid_action: str = "done", reward_scale: float = 3600.0,
                  max_steps: int | None = None, render_mode: str | None = None,
                  time_scale: float = SCALE, skip_forced: bool = False) -> None:
-        sc = scenario if isinstance(scenario, Scenario) else _scenarios.get(
-            scenario, **(scenario_kwargs or {}))
+        sc = scenario_arg(scenario, scenario_kwargs)
         if max_candidates is None:
             max_candidates = min(64, _largest_list(sc))
         super().__init__(sc, None, window, max_candidates, n_jobs, round_length, every_event,
                          invalid_action, reward_scale, max_steps, render_mode, time_scale,
                          skip_forced)
 
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
-        """See :meth:`DecisionEnv.reset`."""
-        self._single: dict[int, bool] = {}
-        return super().reset(seed=seed, options=options)
-
     # ------------------------------------------------------------------ codec
     def slot_jobs(self) -> list[int]:
         """The first ``window`` waiting jobs in queue order."""
         return self.sim.queued()[: self.window].tolist()
 
-    def one_server(self, j: int) -> bool:
+    def _one_server(self, j: int) -> bool:
         """Whether some GPU server where job ``j`` runs holds its whole gang when empty."""
-        hit = self._single.get(j)
-        if hit is None:
-            hit = self._single[j] = single_server(self.sim.view, j, int(self.sim.jobs.workers[j]))
-        return hit
+        return self.one_server(j, int(self.sim.jobs.workers[j]))
 
     def candidates(self, j: int) -> list[Decision]:
         """Class docstring: GPU subsets of one server, or default placements per type."""
         v = self.sim.view
-        if not self.one_server(j):
+        if not self._one_server(j):
             return default_starts(v, j)
         w = int(v.workers[j])
         ok = np.flatnonzero(holds_gang(v, j, w, v.free_gpus, v.free_cpus, v.free_mem))
@@ -160,7 +149,7 @@ class HetClusterPlacementEnv(DecisionEnv):
             return False
         if decision.placement is None:
             dev = self.sim.device_index(decision.device)
-            return not self.one_server(cand.job) and cand.device == dev
+            return not self._one_server(cand.job) and cand.device == dev
         pl = self.sim.copies(int(decision.job), decision.placement)
         return placement_key(pl) == placement_key(cand.placement)
 

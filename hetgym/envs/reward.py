@@ -113,13 +113,15 @@ class RewardTracker:
                 "makespan": -float(mk) / self.scale, "energy_cost": 0.0,
                 "tardiness": -float((jb.weight[first] * late).sum()) / self.scale}
 
+    def with_truncation_charge(self, sim: "Simulator", terms: dict[str, float]) -> dict[str, float]:
+        """``terms`` (a truncated step's, however computed) plus the :meth:`truncation_charge`."""
+        charge = self.truncation_charge(sim)
+        return {k: v + charge[k] for k, v in terms.items()}
+
     def step_terms(self, sim: "Simulator", truncated: bool) -> dict[str, float]:
         """:meth:`terms`, plus the :meth:`truncation_charge` on a truncated step."""
         terms = self.terms(sim)
-        if truncated:
-            charge = self.truncation_charge(sim)
-            terms = {k: v + charge[k] for k, v in terms.items()}
-        return terms
+        return self.with_truncation_charge(sim, terms) if truncated else terms
 
     def combine(self, terms: dict[str, float]) -> float:
         """Weighted sum of the terms."""

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from hetgym import scenarios as _scenarios
 from hetgym.decisions import Decision, Move, Placement, Preempt, SchedulingError, Start
+from hetgym.envs.args import scenario_arg
 from hetgym.envs.candidates import own_on_nodes
 from hetgym.envs.decision_base import DecisionEnv
 from hetgym.envs.features import SCALE, Feature
@@ -75,7 +75,7 @@ class HetClusterRoundsEnv(DecisionEnv):
     ``scenario`` (``hadar-sim``), ``scenario_kwargs``, ``window`` (K, 32), ``n_jobs``
     (64; None = all), ``round_length`` (True: the scenario's), ``invalid_action`` (done,
     raise), ``reward_scale`` (3600), ``max_steps`` (default 40 x jobs x largest gang +
-    1000), ``render_mode`` (ansi), ``time_scale`` (3600), ``skip_forced`` (as
+    1000), ``render_mode`` (ansi, rgb_array), ``time_scale`` (3600), ``skip_forced`` (as
     ``HetClusterPlacement-v0``).
 
     ## Version History
@@ -93,8 +93,7 @@ class HetClusterRoundsEnv(DecisionEnv):
                  reward_scale: float = 3600.0, max_steps: int | None = None,
                  render_mode: str | None = None, time_scale: float = SCALE,
                  skip_forced: bool = False) -> None:
-        sc = scenario if isinstance(scenario, Scenario) else _scenarios.get(
-            scenario, **(scenario_kwargs or {}))
+        sc = scenario_arg(scenario, scenario_kwargs)
         if not round_length:
             raise ValueError("HetClusterRounds-v0 needs rounds: round_length must be True or > 0")
         self.n_nodes = len(_node_gpus(sc))
@@ -226,10 +225,7 @@ class HetClusterRoundsEnv(DecisionEnv):
         """What ``action`` does now: ``Preempt``, or the ``Start`` / ``Move`` that a commit
         issues; an add-worker action decodes to the job's gang so far (a ``Start`` /
         ``Move`` with the partial placement, issued only when complete)."""
-        a = self._check_action(action)
-        if a == self.done_action or not self._mask[a]:
-            raise SchedulingError(self.why_invalid(a))
-        k, m = divmod(a, self.max_candidates)
+        k, m = self._slot_candidate(action)
         j = self._slots[k]
         if m == self.n_gpu_actions:
             return Preempt(j)

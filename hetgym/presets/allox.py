@@ -1,4 +1,5 @@
-"""Scenarios of the AlloX paper; importing this module registers ``allox-hybrid``.
+"""Scenarios of the AlloX paper; importing this module registers ``allox-hybrid`` and
+``allox-paper`` (``allox-hybrid`` with ``setting="paper"``, :mod:`hetgym.presets.allox_paper`).
 
 The AlloX schedulers that run on them are in ``baselines.allox`` and ``baselines.drf``.
 
@@ -17,7 +18,7 @@ machines of one GPU or one CPU slot, no restart delay).
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -27,8 +28,14 @@ from hetgym.specs import ClusterSpec, NodeSpec, Scenario, SimOptions
 from hetgym.throughput import uniform_speedup
 from hetgym.workload import Workload
 
-__all__ = ["allox_hybrid", "example_scenario", "TABLE1", "SJF_PLUS_EXAMPLE", "JSQ_PLUS_EXAMPLE",
-           "THREE_JOBS"]
+__all__ = [
+    "JSQ_PLUS_EXAMPLE",
+    "SJF_PLUS_EXAMPLE",
+    "TABLE1",
+    "THREE_JOBS",
+    "allox_hybrid",
+    "example_scenario",
+]
 
 #: Table 1: (GPU, CPU) minutes of J1..J6; users 1 and 2 own the odd and even jobs.
 TABLE1 = [(10, 15), (8, 10), (10, 50), (5, 75), (10, 15), (10, 15)]
@@ -90,10 +97,16 @@ def _lognormal(mean: float, sigma: float):
     return draw
 
 
-def allox_hybrid(n_jobs: int | None = None, seed: int = 0, users: int = 10, load: float = 1.0,
+def allox_hybrid(n_jobs: int | None = None, seed: int = 0, users: int = 10, load: float | None = None,
                  mean_duration: float = 1800.0, sigma: float = 1.0,
-                 arrivals: str = "google") -> Scenario:
+                 arrivals: str = "google", setting: str = "trace") -> Scenario:
     """The paper's simulated hybrid cluster with Google-2011 arrivals (sec. 5.1).
+
+    ``setting="trace"`` (default) replays the shipped Google excerpt (914 jobs, trace users
+    folded onto ``users``); ``setting="paper"`` builds the paper's simulation regime
+    (:mod:`hetgym.presets.allox_paper`: 10 users with 1,024 jobs each from 10 templates
+    per user, the trace's arrival gaps repeated, ``load`` on speed-weighted capacity,
+    default 0.9; ``arrivals`` does not apply).
 
     Args:
         n_jobs: Keep the first ``n_jobs`` jobs of the trace (``None``: all 914 of the
@@ -101,14 +114,26 @@ def allox_hybrid(n_jobs: int | None = None, seed: int = 0, users: int = 10, load
         seed: Seed of job types, speedups and durations.
         users: Number of users; trace users are folded onto them (dense id in order
             of first submission, modulo ``users``).
-        load: Offered load on the GPUs alone: the trace's arrival times are stretched
-            so that ``sum of K80 times / (20 GPUs x arrival span) = load``. The CPUs add
-            about 20% of GPU capacity, so 1.0 is a high but sustainable load.
+        load: ``setting="trace"``: offered load on the GPUs alone (default 1.0): the
+            trace's arrival times are stretched so that ``sum of K80 times / (20 GPUs x
+            arrival span) = load``; the CPUs add about 20% of GPU capacity, so 1.0 is a
+            high but sustainable load. ``setting="paper"``: load on speed-weighted
+            capacity (default 0.9).
         mean_duration: Mean run time on a K80 (s), lognormal.
         sigma: Lognormal shape.
         arrivals: ``"google"`` (the trace excerpt) or ``"poisson"``.
+        setting: ``"trace"`` or ``"paper"`` (above).
     """
     cluster = hybrid_cluster()
+    if setting == "paper":
+        from hetgym.presets.allox_paper import allox_paper
+
+        return allox_paper(cluster, n_jobs=n_jobs, seed=seed, users=users,
+                           load=0.9 if load is None else load, mean_duration=mean_duration,
+                           sigma=sigma)
+    if setting != "trace":
+        raise ValueError(f"allox-hybrid: setting must be 'trace' or 'paper', got {setting!r}")
+    load = 1.0 if load is None else load
     rng = np.random.default_rng(seed)
     dur = _lognormal(mean_duration, sigma)
     if arrivals == "google":
@@ -141,4 +166,14 @@ def allox_hybrid(n_jobs: int | None = None, seed: int = 0, users: int = 10, load
                     options=SimOptions(cpu_slot_cores=20, restart_delay=0.0))
 
 
+def allox_paper_regime(n_jobs: int | None = None, seed: int = 0, users: int = 10, load: float = 0.9,
+                       mean_duration: float = 1800.0, sigma: float = 1.0) -> Scenario:
+    """``allox-hybrid`` in the paper's simulation regime (``setting="paper"``; see
+    :mod:`hetgym.presets.allox_paper`): 10 users x 1,024 jobs, load 0.9 on speed-weighted
+    capacity."""
+    return allox_hybrid(n_jobs=n_jobs, seed=seed, users=users, load=load, mean_duration=mean_duration,
+                        sigma=sigma, setting="paper")
+
+
 scenarios.register("allox-hybrid", allox_hybrid)
+scenarios.register("allox-paper", allox_paper_regime)

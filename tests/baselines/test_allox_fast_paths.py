@@ -1,7 +1,7 @@
 """The faster forms of the AlloX paper's baselines give exactly the schedules of the
 straightforward rules kept here (the code they replaced, written for clarity).
 
-``JSQPlus`` keeps the machines' projected free times incrementally (a Numba walk over
+``AlloXPlus`` orders the queue in one Numba pass over processing times computed once; ``JSQPlus`` keeps the machines' projected free times incrementally (a Numba walk over
 the jobs queued at machines) instead of recomputing them per arrival; ``SJFPlus`` walks
 its (job, device type) pairs in Numba; ``EqualShare`` ("sjf") fills a user's share in
 Numba.
@@ -14,9 +14,11 @@ import pytest
 
 import baselines
 import hetgym
-from baselines.allox import AlloX, JSQPlus
-from baselines.drf import EqualShare
+from baselines.allox import AlloX, AlloXPlus, JSQPlus
+from baselines.allox_machines import MachinePool
 from baselines.allox_parts import may_fit, slots_per_device
+from baselines.allox_plus import _list_schedule
+from baselines.drf import EqualShare
 from hetgym.decisions import Start
 from tests.baselines.test_fast_paths import assert_same_schedule
 
@@ -200,3 +202,47 @@ def test_allox_stops_only_where_nothing_can_start(name, kw) -> None:
     fast, plain = baselines.make("allox"), EveryMachineAlloX()
     assert_same_schedule(sc, fast, plain)
     assert fast.solves <= plain.solves
+
+
+class PlainAlloXPlus(AlloXPlus):
+    """AlloX+ as it was written first: per decision point, processing times of the whole
+    queue, ``np.lexsort`` of (timed out first, longest waiting first; then least
+    processing time), then the list schedule."""
+
+    def decide(self, view) -> list:
+        got = MachinePool.at_decision(view)
+        if got is None:
+            return []
+        q, cap, pool = got
+        p = view.durations(q)
+        waited = view.now - np.asarray(view.arrival)[q]
+        late = waited > self.timeout
+        key = np.where(late, -waited, p.min(axis=1))
+        order = np.lexsort((key, ~late))
+        full = np.full((view.n_jobs, p.shape[1]), np.inf)
+        full[q] = p
+        return _list_schedule(view, q[order], full, pool, cap)
+
+
+@pytest.mark.parametrize("name, kw", SCENARIOS + [("allox-hybrid", {"setting": "paper", "n_jobs": 600})])
+@pytest.mark.parametrize("timeout", [3600.0, 300.0])
+def test_allox_plus_matches_plain_rule(name, kw, timeout) -> None:
+    sc = hetgym.scenarios.get(name, **kw)
+    assert_same_schedule(sc, AlloXPlus(timeout=timeout), PlainAlloXPlus(timeout=timeout))
+
+
+def test_allox_plus_resets_itself_for_a_new_view() -> None:
+    """Kept processing times belong to one view: a decision on another view without a
+    reset (a teacher moved to a new episode) recomputes them."""
+    from hetgym.sim.engine import Simulator
+
+    a = Simulator(hetgym.scenarios.get("fitgpp-lab", n_jobs=60, seed=1))
+    b = Simulator(hetgym.scenarios.get("allox-hybrid", setting="paper", n_jobs=80, seed=2))
+    for sim in (a, b):
+        while not len(sim.view.queue):
+            sim.advance()
+    reused, fresh = AlloXPlus(), AlloXPlus()
+    reused.reset(a.view)
+    fresh.reset(b.view)
+    got = [(s.job, s.device) for s in reused.decide(b.view)]
+    assert got == [(s.job, s.device) for s in fresh.decide(b.view)] and got

@@ -312,7 +312,7 @@ def plain_list_schedule(workers, jobs, p, dev, omega, now, fails) -> list[tuple[
 def test_allox_plus_list_schedule_matches_heaps(seed) -> None:
     from types import SimpleNamespace
 
-    from baselines.allox import _list_schedule
+    from baselines.allox_plus import _list_schedule
     from baselines.allox_parts import MachinePool
     from hetgym.decisions import Placement
 
@@ -333,7 +333,7 @@ def test_allox_plus_list_schedule_matches_heaps(seed) -> None:
 
     view = SimpleNamespace(workers=workers)
     pool = MachinePool(dev.astype(np.int64), omega.astype(np.float64), now)
-    got = [(s.job, s.device) for s in _list_schedule(view, jobs, p[jobs], pool, Cap())]
+    got = [(s.job, s.device) for s in _list_schedule(view, jobs, p, pool, Cap())]
     assert got == plain_list_schedule(workers, jobs, p[jobs], dev, omega, now, fails)
 
 

@@ -28,6 +28,7 @@ def test_unknown_scheduler_fails_before_running(no_runs, capsys) -> None:
     err = _error(["--schedulers", "fifo,nope"], capsys)
     assert "unknown scheduler(s) 'nope'" in err
     assert "valid: fifo, sjf, srpt" in err and "allox" in err
+    assert "--schedulers: no scheduler named; valid: fifo" in _error(["--schedulers", " , "], capsys)
 
 
 @pytest.mark.parametrize("seeds,expect", [("a", "'a' is not an integer"), ("0,1.5", "'1.5' is not an integer"),
@@ -62,3 +63,15 @@ def test_toy_table_in_seconds(capsys) -> None:
     assert "| avg JCT (s) |" in out and "_h" not in out
     assert "| fifo | 2 | 0 | 1.42 | 5.67 |" in out
     assert "on 2 of 2 seeds" in out
+
+
+def test_bad_out_path_fails_before_running(no_runs, capsys, tmp_path) -> None:
+    """A directory, an empty path, or a file where the CSV's folder would go: refused up front
+    (these used to fail in the atomic write, after every run)."""
+    assert "expected a CSV file path, got a directory" in _error(["--out", str(tmp_path)], capsys)
+    assert "expected a CSV file path, got nothing" in _error(["--out", ""], capsys)
+    (tmp_path / "f").write_text("x")
+    err = _error(["--out", str(tmp_path / "f" / "sub" / "runs.csv")], capsys)
+    assert f"{str(tmp_path / 'f')!r} is a file, not a folder" in err
+    a = compare.parse_args(["--out", str(tmp_path / "new" / "runs.csv")])  # folders it may make
+    assert a.out.endswith("runs.csv")

@@ -57,3 +57,21 @@ def test_make_vec_gives_gymnasiums_sync_vectorisation(env_id, name, skw, kw):
     np.testing.assert_array_equal(masks, info["action_mask"])
     _, r, _, _, _ = v.step(np.array([np.flatnonzero(m)[0] for m in masks]))
     assert r.shape == (2,)
+
+
+@pytest.mark.parametrize("env_id,name,skw,kw", CASES, ids=[c[0] for c in CASES])
+def test_render_shows_the_cluster_and_the_decision_point(env_id, name, skw, kw):
+    sc = scenarios.get(name, **skw)
+    env = gym.make(env_id, scenario=sc, n_jobs=12, render_mode="ansi", **kw)
+    env.reset(seed=1)
+    text = env.render()
+    mask = env.unwrapped.action_masks()
+    slots = env.unwrapped.window_jobs().tolist()
+    assert text.splitlines()[0].startswith("t=")
+    assert f"decision point {env.unwrapped.point}: window {slots[:8]}" in text
+    assert text.endswith(f"{int(mask[:-1].sum())} feasible decisions besides done")
+    img = gym.make(env_id, scenario=sc, n_jobs=12, render_mode="rgb_array", **kw)
+    img.reset(seed=1)
+    frame = img.render()
+    assert frame.ndim == 3 and frame.shape[2] == 3 and frame.dtype == np.uint8
+    assert gym.make(env_id, scenario=sc, n_jobs=12, **kw).unwrapped.render() is None

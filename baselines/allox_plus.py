@@ -1,0 +1,219 @@
+"""AlloX+, the heuristic version of AlloX (Le et al., EuroSys'20, sec. 4.4, 5.1.1).
+
+:class:`AlloXPlus` orders the waiting jobs (timed-out jobs first, then shortest
+processing time across device types) and list-schedules them on the machines
+(:func:`list_schedule_nb`, a Numba kernel). Registered as ``allox+`` in
+:data:`baselines.allox.BASELINES`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from baselines.allox_machines import MachinePool
+from hetgym.decisions import Decision, Start
+from hetgym.sim.view import CapacityModel, View
+
+__all__ = ["AlloXPlus", "list_schedule_nb", "plus_order_nb", "take_machines_nb"]
+
+
+def _list_schedule(view: View, jobs: np.ndarray, p: np.ndarray, pool: MachinePool,
+                   cap: CapacityModel) -> list[Decision]:
+    """Greedy list scheduling: each job in turn takes the machines on which it would
+    complete earliest; it starts now if they are idle, else it reserves them.
+
+    ``p[j]``: processing times of job ``j`` (rows indexed by job id, as ``jobs``). The walk
+    runs in :func:`list_schedule_nb` up to the next job that would start now; this loop
+    places it (if the placement fails, its machines stay as they were and the walk goes on).
+    """
+    n_dev = p.shape[1]
+    present = np.zeros(n_dev, dtype=np.bool_)
+    counts = np.bincount(pool.dev, minlength=n_dev)
+    free_at = np.full((n_dev, max(1, int(counts.max(initial=0)))), np.inf)
+    for d in np.flatnonzero(counts).tolist():
+        present[d] = True
+        free_at[d, : counts[d]] = np.sort(pool.omega[pool.dev == d])
+    jobs = np.ascontiguousarray(jobs, dtype=np.int64)
+    p = np.ascontiguousarray(p, dtype=np.float64)
+    workers = np.ascontiguousarray(view.workers, dtype=np.int64)
+    now = pool.now
+    idle_left = int(pool.idle.sum())
+    tmp = np.empty(max(1, int(workers.max(initial=1))), dtype=np.float64)
+    out: list[Decision] = []
+    k = 0
+    while True:
+        k, d, start_at = list_schedule_nb(jobs, p, workers, now, idle_left, free_at, counts, present,
+                                          k, tmp)
+        if k < 0:
+            return out
+        job = int(jobs[k])
+        w = int(workers[job])
+        pl = cap.place(job, d)
+        if pl is not None:
+            out.append(Start(job, d, pl))
+            idle_left -= w
+            take_machines_nb(free_at, counts, d, w, start_at + p[job, d])
+        k += 1
+
+
+@njit(cache=True)
+def wth_free_nb(free_at, counts, d, w, tmp):
+    """When the ``w``-th machine of type ``d`` frees (``free_at[d, :counts[d]]`` is sorted)."""
+    return free_at[d, w - 1]
+
+
+@njit(cache=True)
+def take_machines_nb(free_at, counts, d, w, until):
+    """The ``w`` machines of type ``d`` that free first (row ``d`` of ``free_at``, sorted,
+    ``counts[d]`` long) are taken until ``until``: the machines that free after them but
+    no later than ``until`` move ``w`` places to the front, and the ``w`` taken ones go
+    right after them (only those ``k`` entries move, not the whole row)."""
+    n = counts[d]
+    row = free_at[d]
+    k = 0
+    while w + k < n and row[w + k] <= until:
+        row[k] = row[w + k]
+        k += 1
+    for i in range(k, k + w):
+        row[i] = until
+
+
+@njit(cache=True)
+def list_schedule_nb(jobs, p, workers, now, idle_left, free_at, counts, present, k, tmp):
+    """AlloX+'s list scheduling from the ``k``-th of the ordered ``jobs`` on.
+
+    ``p[j, d]``: processing time of job ``j`` on type ``d`` (inf: cannot run);
+    ``free_at[d, :counts[d]]``: the sorted times at which the machines of type ``d`` free
+    (types with ``present[d]`` only). Each job takes the ``W`` machines of the
+    type where it would complete earliest (first type on ties); a job that would start
+    later reserves them (``free_at`` is updated) and the walk goes on. Returns
+    ``(i, d, start)`` for the next job that would start now on type ``d`` (nothing taken
+    for it yet), or ``(-1, -1, 0)`` once no job is left or no machine is idle.
+    """
+    n_dev = p.shape[1]
+    while k < jobs.shape[0]:
+        if idle_left <= 0:
+            return -1, -1, 0.0
+        idle = False
+        for d in range(n_dev):
+            if present[d] and free_at[d, 0] <= now:
+                idle = True
+        if not idle:
+            return -1, -1, 0.0  # later jobs could only reserve
+        j = jobs[k]
+        w = workers[j]
+        best = np.inf
+        bd = -1
+        bs = 0.0
+        for d in range(n_dev):
+            if not present[d] or not np.isfinite(p[j, d]) or counts[d] < w:
+                continue
+            s = wth_free_nb(free_at, counts, d, w, tmp)
+            done = s + p[j, d]
+            if done < best:
+                best = done
+                bd = d
+                bs = s
+        if bd >= 0:
+            if bs <= now:
+                return k, bd, bs
+            take_machines_nb(free_at, counts, bd, w, bs + p[j, bd])
+        k += 1
+    return -1, -1, 0.0
+
+
+@njit(cache=True)
+def plus_order_nb(q, arrival, key, now, timeout, out):
+    """AlloX+'s order of the waiting jobs ``q`` into ``out``: jobs waiting longer than
+    ``timeout`` first, longest waiting first, then the others by ``key`` (least
+    processing time), ties in queue order (``np.lexsort((key, ~late))`` of the plain
+    rule)."""
+    n = q.shape[0]
+    nl = 0
+    in_order = True
+    last = -np.inf
+    for i in range(n):
+        j = q[i]
+        if now - arrival[j] > timeout:
+            out[nl] = j
+            nl += 1
+            neg = -(now - arrival[j])
+            if neg < last:
+                in_order = False
+            last = neg
+    if not in_order:
+        ks = np.empty(nl)
+        for i in range(nl):
+            ks[i] = -(now - arrival[out[i]])
+        out[:nl] = out[:nl][np.argsort(ks, kind="mergesort")]
+    rest = np.empty(n - nl, dtype=np.int64)
+    m = 0
+    for i in range(n):
+        j = q[i]
+        if not (now - arrival[j] > timeout):
+            rest[m] = j
+            m += 1
+    ks = np.empty(m)
+    for i in range(m):
+        ks[i] = key[rest[i]]
+    out[nl:n] = rest[np.argsort(ks, kind="mergesort")]
+    return n
+
+
+def _view_key(view: View) -> tuple[int, int, int]:
+    """What identifies the jobs a view shows: the view, its job count, its arrival buffer."""
+    arr = np.asarray(view.arrival)
+    return id(view), int(view.n_jobs), int(arr.__array_interface__["data"][0])
+
+
+@dataclass
+class AlloXPlus:
+    """AlloX+, the heuristic version of AlloX (sec. 4.4, 5.1.1).
+
+    "AlloX picks the shortest jobs across CPU and GPU first. Additionally, if a job is
+    waiting beyond a timeout, it will be prioritized", at cost O(m n log n). Our
+    reading: jobs waiting longer than ``timeout`` come first (oldest first), then the
+    rest by their shortest processing time across device types; walking that list,
+    each job takes the machine(s) on which it would complete earliest (the
+    machine's free time ``omega`` plus its processing time there). It starts now if
+    those machines are idle; otherwise it reserves them (their ``omega`` moves on)
+    and waits, so a job may wait for a GPU rather than take a slow CPU. Only the jobs'
+    processing times are kept between decision points (computed once at ``reset``). The
+    paper gives no timeout value.
+
+    Cost per decision point: one pass over the queue (:func:`plus_order_nb`), a sort of
+    the jobs that have not timed out (under load most have), and a walk that stops at
+    the first job that starts; machines' free times are sorted rows per device type, and
+    a reservation moves only the entries between the taken machines and their new free
+    time.
+
+    Attributes:
+        timeout: Waiting time (s) after which a job is prioritised.
+    """
+
+    timeout: float = 3600.0
+    round_length: float | None = None
+
+    def reset(self, view: View) -> None:
+        """Precompute every job's processing times (they do not change: AlloX+ never
+        preempts, and ``View.durations`` is of all the work)."""
+        self._p = np.ascontiguousarray(view.durations(np.arange(view.n_jobs)), dtype=np.float64)
+        self._key = self._p.min(axis=1) if view.n_jobs else np.zeros(0)
+        self._arrival = np.ascontiguousarray(view.arrival, dtype=np.float64)
+        self._order = np.empty(view.n_jobs, dtype=np.int64)
+        self._for = _view_key(view)
+
+    def decide(self, view: View) -> list[Decision]:
+        """List-schedule the waiting jobs on the machines."""
+        got = MachinePool.at_decision(view)
+        if got is None:
+            return []
+        q, cap, pool = got
+        if getattr(self, "_for", None) != _view_key(view):
+            self.reset(view)  # not reset for this view (e.g. a teacher moved to a new episode)
+        n = plus_order_nb(np.ascontiguousarray(q, dtype=np.int64), self._arrival, self._key,
+                          float(view.now), float(self.timeout), self._order)
+        return _list_schedule(view, self._order[:n], self._p, pool, cap)

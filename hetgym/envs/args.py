@@ -1,0 +1,57 @@
+"""Checks the envs share: constructor arguments (a clear ``ValueError`` naming the argument
+and what was expected, before anything is built) and a step's action."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from hetgym import scenarios as _scenarios
+from hetgym.specs import Scenario
+
+__all__ = ["count_arg", "discrete_action", "positive_arg", "scenario_arg"]
+
+
+def scenario_arg(scenario: str | Scenario, scenario_kwargs: dict[str, Any] | None) -> Scenario:
+    """``scenario`` itself, or the registered scenario of that name built with
+    ``scenario_kwargs`` (:func:`hetgym.scenarios.get`: unknown names list the known ones).
+    ``scenario_kwargs`` with a ``Scenario`` object is an error (they would be ignored)."""
+    if isinstance(scenario, Scenario):
+        if scenario_kwargs:
+            raise ValueError(f"scenario_kwargs {sorted(scenario_kwargs)} apply to a scenario name, "
+                             f"not to the Scenario object {scenario.name!r}: pass "
+                             f"scenario={scenario.name!r} or build the object with them")
+        return scenario
+    return _scenarios.get(scenario, **(scenario_kwargs or {}))
+
+
+def count_arg(name: str, value: Any, least: int = 1) -> int:
+    """``value`` as an int, which must be an integer (not a bool) of at least ``least``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
+    if value < least:
+        raise ValueError(f"{name} must be >= {least}, got {value}")
+    return int(value)
+
+
+def positive_arg(name: str, value: Any, unit: str) -> float:
+    """``value`` as a float, which must be a real number > 0 (in ``unit``)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0:
+        raise ValueError(f"{name} must be > 0 {unit}, got {value!r}")
+    return float(value)
+
+
+def discrete_action(action: Any, n: int) -> int:
+    """A ``Discrete(n)`` action (an int, a numpy integer or a 0-d integer array) as an int,
+    or a ``ValueError`` saying what was expected."""
+    if type(action) is int and 0 <= action < n:
+        return action
+    a = action[()] if isinstance(action, np.ndarray) and action.shape == () else action
+    if not isinstance(a, (int, np.integer)):
+        raise ValueError(f"action must be an integer in 0..{n - 1} (Discrete), got {action!r} "
+                         f"of type {type(action).__name__}")
+    if not 0 <= int(a) < n:
+        raise ValueError(f"action {int(a)} out of range 0..{n - 1}")
+    return int(a)
