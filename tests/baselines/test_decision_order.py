@@ -103,11 +103,15 @@ def test_ledger_matches_the_engine():
     sim.apply([Move(1, _pl(1, 1)), Start(2, "v100", _pl(2, 0))])
 
 
-@pytest.mark.parametrize("name,n_jobs", [("gavel-las", 500), ("hadar", 60), ("hadare", 60)])
-def test_fitgpp_lab_runs(name, n_jobs):
-    """The smallest fitgpp-lab slices that failed: a Move onto cores a later move frees
-    ("CPU cores exceeded"); the preemption limit of the scenario holds throughout."""
-    sc = hetgym.scenarios.get("fitgpp-lab", n_jobs=n_jobs)
+@pytest.mark.parametrize("name,params", [
+    ("gavel-las", {"n_jobs": 500}), ("gavel-las", {"n_jobs": 64, "nodes": 2, "seed": 2}),
+    ("hadar", {"n_jobs": 60}), ("hadare", {"n_jobs": 16, "nodes": 2}),
+    ("hadar", {"n_jobs": 64, "nodes": 2}), ("hadare", {"n_jobs": 64, "nodes": 2})])
+def test_fitgpp_lab_runs(name, params):
+    """The smallest fitgpp-lab slices that failed: a Move or Start onto cores a later move
+    frees ("CPU cores exceeded"; all four), a second preemption of a job under
+    ``max_preemptions=1`` (Hadar, 64 jobs on 2 nodes). The limit holds throughout."""
+    sc = hetgym.scenarios.get("fitgpp-lab", **params)
     res = hetgym.simulate(sc, baselines.make(name))
     assert not res.stalled and res.summary()["unfinished_jobs"] == 0
     assert (res.jobs["preemptions"] <= 1).all()
