@@ -26,14 +26,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import os
 import sys
 import time
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -103,7 +105,7 @@ def rescheduling_intervals(segments: Iterable[tuple], grace: np.ndarray) -> tupl
     sig, sus = [], []
     for j, r in runs.items():
         r.sort()
-        for (a0, e0), (a1, _) in zip(r, r[1:]):
+        for (a0, e0), (a1, _) in itertools.pairwise(r):
             sig.append(a1 - (e0 - grace[j]))
             sus.append(a1 - e0)
     return np.asarray(sig), np.asarray(sus)
@@ -128,7 +130,7 @@ def run_task(task: Task) -> dict[str, float]:
         "P": np.nan if task.P is None else task.P, "te_blocks_be": task.te_blocks_be,
         "count_grace": DEFAULT_GRACE.get(task.algo, True) if task.count_grace is None
         else task.count_grace, "tick": np.nan if task.tick is None else task.tick,
-        "load": np.nan if task.load is None else task.load,
+        "load": np.nan if task.load is None else task.load, "arrivals": task.arrivals,
         "wall_s": wall, "unfinished": m["unfinished_jobs"],
         "preempted_pct": 100.0 * float((pre > 0).mean()),
         "preempted_1_pct": 100.0 * float((pre == 1).mean()),
@@ -154,13 +156,27 @@ def run_task(task: Task) -> dict[str, float]:
     return out
 
 
+def _run_group(tasks: list[Task]) -> list[dict[str, float]]:
+    return [run_task(t) for t in tasks]
+
+
 def run_all(tasks: list[Task], workers: int) -> pd.DataFrame:
-    """Run tasks (in parallel processes when ``workers > 1``)."""
+    """Run tasks (in parallel processes when ``workers > 1``), rows in the tasks' order.
+
+    In parallel, the tasks of one workload (seed) go to one process, in turn, so each
+    process builds a workload's scenarios once (their controlled arrivals take a FIFO
+    simulation: about 16 s at 2**16 jobs).
+    """
     if workers <= 1:
-        rows = [run_task(t) for t in tasks]
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as ex:
-            rows = list(ex.map(run_task, tasks, chunksize=1))
+        return pd.DataFrame(_run_group(tasks))
+    groups: dict[int, list[int]] = {}
+    for i, t in enumerate(tasks):
+        groups.setdefault(t.seed, []).append(i)
+    rows: list[dict[str, float] | None] = [None] * len(tasks)
+    with ProcessPoolExecutor(max_workers=workers) as ex:
+        for idx, out in zip(groups.values(), ex.map(_run_group, [[tasks[i] for i in g] for g in groups.values()])):
+            for i, r in zip(idx, out):
+                rows[i] = r
     return pd.DataFrame(rows)
 
 
@@ -185,24 +201,28 @@ def table(df: pd.DataFrame, algos: list[str], cols: list[tuple[str, str]], fmt: 
     return "\n".join(lines)
 
 
+SLOWDOWN_COLS = [("TE 50th", "te_p50"), ("TE 95th", "te_p95"), ("TE 99th", "te_p99"),
+                 ("BE 50th", "be_p50"), ("BE 95th", "be_p95"), ("BE 99th", "be_p99")]
+
+
 def main_tables(df: pd.DataFrame, dfinf: pd.DataFrame | None) -> str:
     """Tables 1-4 (and diagnostics) as Markdown."""
     algos = ["FIFO", "FIFO-split", "LRTP", "RAND", "FitGpp"]
+    paper = paper_lines()
     out = ["**Table 1: percentiles of slowdown rates** (1 + wait / execution)", "",
-           table(df, algos, [("TE 50th", "te_p50"), ("TE 95th", "te_p95"), ("TE 99th", "te_p99"),
-                             ("BE 50th", "be_p50"), ("BE 95th", "be_p95"), ("BE 99th", "be_p99")]),
+           table(df, algos, SLOWDOWN_COLS) + "\n" + paper["t1"],
            "", "**Table 2: re-scheduling intervals [min]** (preemption signal to restart)", "",
            table(df, ["LRTP", "RAND", "FitGpp"],
                  [("50th", "int_p50_min"), ("75th", "int_p75_min"), ("95th", "int_p95_min"),
-                  ("99th", "int_p99_min")]),
+                  ("99th", "int_p99_min")]) + "\n" + paper["t2"],
            "", "Same, from the suspension (end of the grace period) to the restart:", "",
            table(df, ["LRTP", "RAND", "FitGpp"],
                  [("50th", "sus_p50_min"), ("75th", "sus_p75_min"), ("95th", "sus_p95_min"),
                   ("99th", "sus_p99_min")]),
            "", "**Table 3: proportion of preempted jobs [%] (P = 1)**", "",
-           table(df, ["LRTP", "RAND", "FitGpp"], [("preempted", "preempted_pct")], "{:.3f}"),
-           "", "Diagnostics (P = 1): TE jobs that needed a preemption [%], victims per such TE job, "
-           "FitGpp random fallbacks (runs' totals), TE p95 cut against FIFO [%]:", ""]
+           table(df, ["LRTP", "RAND", "FitGpp"], [("preempted", "preempted_pct")], "{:.3f}") + "\n" + paper["t3"],
+           "", ("Diagnostics (P = 1): TE jobs that needed a preemption [%], victims per such TE job, "
+           "FitGpp random fallbacks (runs' totals), TE p95 cut against FIFO [%]:"), ""]
     fifo95 = df[df["algo"] == "FIFO"].set_index("seed")["te_p95"]
     df = df.copy()
     df["te_p95_cut_pct"] = [100.0 * (1.0 - r.te_p95 / fifo95.get(r.seed, np.nan)) for r in df.itertuples()]
@@ -214,7 +234,7 @@ def main_tables(df: pd.DataFrame, dfinf: pd.DataFrame | None) -> str:
         out += ["", "**Table 4: proportion of jobs preempted N times [%] (P unlimited)**", "",
                 table(dfinf, ["LRTP", "RAND", "FitGpp"],
                       [("1", "preempted_1_pct"), ("2", "preempted_2_pct"), ("≥ 3", "preempted_3plus_pct")],
-                      "{:.3f}")]
+                      "{:.3f}") + "\n" + paper["t4"]]
     return "\n".join(out)
 
 
@@ -252,30 +272,26 @@ def sensitivity_plot(df: pd.DataFrame, key: str, path: Path, xlabel: str, log_x:
     plt.close(fig)
 
 
-SLOWDOWN_COLS = [("TE 50th", "te_p50"), ("TE 95th", "te_p95"), ("TE 99th", "te_p99"),
-                 ("BE 50th", "be_p50"), ("BE 95th", "be_p95"), ("BE 99th", "be_p99")]
-
-
-def report(df: pd.DataFrame, img_dir: Path | None) -> str:
+def report(df: pd.DataFrame, img_dir: Path | None, arrivals: str = "controlled") -> str:
     """All tables (and the plots, into ``img_dir``) from the runs' metrics.
 
     Runs are told apart by their columns: main runs have P = 1, s = 4 and the
     default decision rule; Table 4 runs have P unlimited; the sweeps vary s or P
-    for FitGpp; the diagnostics change ``count_grace`` or ``tick``.
+    for FitGpp; the diagnostics change ``count_grace`` or ``tick``. ``arrivals`` names the
+    arrival reading when the runs do not record it (CSVs written before that column).
     """
     df = df.copy()
-    own = df["algo"].map(DEFAULT_GRACE).fillna(True).astype(bool)
-    default_rule = (df["count_grace"].astype(bool) == own) & df["tick"].isna()
-    base = default_rule & (df["s"] == 4.0)
-    main_df = df[base & (df["P"] == 1)]
-    inf_df = df[base & df["P"].isna() & df["algo"].isin(["LRTP", "RAND", "FitGpp"])]
+    rule = default_rule(df)
+    main_df, inf_df = split_runs(df)
     n, seeds, load = int(df["n_jobs"].iloc[0]), sorted(df["seed"].unique()), df.get("load")
     lo = 2.0 if load is None or load.isna().all() else float(load.dropna().iloc[0])
-    text = [f"fitgpp-lab, {n} jobs per workload, offered load {lo:g}, seeds "
-            f"{seeds[0]}..{seeds[-1]} (mean ± std over {len(seeds)} seeds)", "",
+    arr = str(df["arrivals"].iloc[0]) if "arrivals" in df else arrivals
+    how = "load in the system kept at" if arr == "controlled" else "offered load"
+    text = [(f"fitgpp-lab, {n} jobs per workload, {arr} arrivals ({how} {lo:g}), seeds "
+             f"{seeds[0]}..{seeds[-1]} (mean ± std over {len(seeds)} seeds)"), "",
             main_tables(main_df, inf_df)]
     ab = df[(df["P"] == 1) & (df["s"] == 4.0) & df["algo"].isin(["LRTP", "RAND", "FitGpp"])]
-    if (~default_rule[ab.index]).any():
+    if (~rule[ab.index]).any():
         ab = ab.assign(algo=[f"{r.algo}, " + ("60-s ticks" if r.tick == 60.0 else
                                                "default" if bool(r.count_grace) == DEFAULT_GRACE[r.algo]
                                                else "GP counted" if r.count_grace else "GP not counted")
@@ -287,7 +303,7 @@ def report(df: pd.DataFrame, img_dir: Path | None) -> str:
                  table(ab, rows, [("preempted [%]", "preempted_pct"), ("TE 50th", "te_p50"),
                                   ("TE 95th", "te_p95"), ("BE 50th", "be_p50"), ("BE 95th", "be_p95"),
                                   ("victims per TE", "victims_per_te")])]
-    fit = df[default_rule & (df["algo"] == "FitGpp")]
+    fit = df[rule & (df["algo"] == "FitGpp")]
     sdf = fit[fit["P"] == 1]
     if sdf["s"].nunique() > 1:
         if img_dir is not None:
@@ -310,10 +326,48 @@ def report(df: pd.DataFrame, img_dir: Path | None) -> str:
     return "\n".join(text)
 
 
+#: The paper's numbers (Yabuuchi et al., sec. 4.2: 2**16 jobs x 8 workloads, s = 4).
+#: Table 1: slowdown percentiles TE 50/95/99, BE 50/95/99.
+PAPER_T1 = {"FIFO": (9.38, 33.4, 48.5, 2.78, 4.89, 8.21), "LRTP": (1.00, 1.17, 1.58, 3.78, 7.25, 12.5),
+            "RAND": (1.00, 1.17, 1.58, 3.87, 7.49, 12.9), "FitGpp": (1.00, 1.15, 1.54, 3.28, 6.06, 10.3)}
+#: Table 2: re-scheduling intervals [min] at the 50/75/95/99th percentiles.
+PAPER_T2 = {"LRTP": (4.0, 4.0, 5.0, 7.0), "RAND": (4.0, 4.0, 6.0, 7.0), "FitGpp": (2.0, 2.0, 4.0, 6.0)}
+#: Table 3: share of preempted jobs [%] (P = 1).
+PAPER_T3 = {"LRTP": 9.6, "RAND": 9.7, "FitGpp": 0.63}
+#: Table 4: share of jobs preempted 1, 2, >= 3 times [%] (P unlimited).
+PAPER_T4 = {"LRTP": (6.3, 1.2, 0.34), "RAND": (8.8, 0.48, 0.019), "FitGpp": (0.52, 0.038, 0.0098)}
+#: Sec. 4.2 text / abstract: TE p95 cut, BE p50 and p95 rise of FitGpp against FIFO [%].
+PAPER_TEXT = {"te_p95_cut": 96.6, "be_p50_rise": 18.0, "be_p95_rise": 23.9}
+
+
+def paper_lines() -> dict[str, str]:
+    """The paper's Tables 1-4 as Markdown table rows, to print under ours."""
+    f = "{:g}".format
+    return {
+        "t1": "\n".join(f"| paper: {a} | " + " | ".join(map(f, v)) + " |" for a, v in PAPER_T1.items()),
+        "t2": "\n".join(f"| paper: {a} | " + " | ".join(map(f, v)) + " |" for a, v in PAPER_T2.items()),
+        "t3": "\n".join(f"| paper: {a} | {f(v)} |" for a, v in PAPER_T3.items()),
+        "t4": "\n".join(f"| paper: {a} | " + " | ".join(map(f, v)) + " |" for a, v in PAPER_T4.items()),
+    }
+
+
+def default_rule(df: pd.DataFrame) -> pd.Series:
+    """Runs with each algorithm's own accounting of GP-held resources and no decision tick."""
+    own = df["algo"].map(DEFAULT_GRACE).fillna(True).astype(bool)
+    return (df["count_grace"].astype(bool) == own) & df["tick"].isna()
+
+
+def split_runs(df: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The main runs (P = 1, s = 4, each algorithm's own decision rule) and Table 4's (P unlimited)."""
+    base = default_rule(df) & (df["s"] == 4.0)
+    return (df[base & (df["P"] == 1)],
+            df[base & df["P"].isna() & df["algo"].isin(["LRTP", "RAND", "FitGpp"])])
+
+
 def bench(n_jobs: int, seed: int, load: float | None = None) -> None:
     """Time scenario build and one FitGpp run (the compile is warmed on a tiny run first)."""
-    import hetgym
     import baselines
+    import hetgym
 
     hetgym.simulate(hetgym.scenarios.get("fitgpp-lab", n_jobs=256, seed=seed), baselines.make("fitgpp"))
     t0 = time.perf_counter()
@@ -363,16 +417,13 @@ def main(argv: list[str] | None = None) -> int:
     T = partial(Task, load=a.load, arrivals=a.arrivals)
     t0 = time.perf_counter()
     tasks = [T(al, sd, a.jobs) for sd in seeds for al in ("FIFO", "FIFO-split", "LRTP", "RAND", "FitGpp")]
-    n_main = len(tasks)
     if not a.no_table4:
         tasks += [T(al, sd, a.jobs, P=None) for sd in seeds for al in ("LRTP", "RAND", "FitGpp")]
-    n_t4 = len(tasks)
     svals = [float(x) for x in a.s_values.split(",")] if not a.no_sensitivity else []
     pvals = [None if x.strip() in ("inf", "none") else int(x) for x in a.p_values.split(",")] \
         if not a.no_sensitivity else []
     tasks += [T("FitGpp", sd, a.jobs, s=s) for s in svals if s != 4.0 for sd in seeds]
     tasks += [T("FitGpp", sd, a.jobs, P=p) for p in pvals if p not in (1, None) for sd in seeds]
-    n_sens = len(tasks)
     if a.ablation:
         tasks += [T(al, sd, a.jobs, count_grace=not DEFAULT_GRACE[al]) for sd in seeds
                   for al in ("LRTP", "RAND", "FitGpp")]
@@ -388,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.csv:
         a.csv.parent.mkdir(parents=True, exist_ok=True)
         df.to_csv(a.csv, index=False)
-    text = [report(df, a.img_dir), "", header]
+    text = [report(df, a.img_dir, a.arrivals), "", header]
     out = "\n".join(text)
     print(out)
     if a.out:
