@@ -40,7 +40,14 @@ Departures from Gavel's mechanism (each measured or argued in docs/gavel.md):
   spec's proposed reading).
 * Gavel forces a reset (``_last_reset_time = 0``) when the previous round ran nothing
   and every job has arrived, and then re-plans without letting time pass; here the
-  re-plan happens at the next boundary.
+  re-plan happens at the next boundary, or at once when the plan of this boundary would
+  run nothing on an idle cluster with every job arrived (an idle boundary at which the
+  scheduler decides nothing ends the run as stalled, :func:`hetgym.simulate`).
+* The scenario's preemption limit (``max_preemptions``; Gavel has none): a running job
+  that may not be preempted any more keeps running where it is when the round leaves it
+  out, or when its new placement cannot be had (its resources are taken before the
+  others are placed); moves may still re-place it, and it is never the job preempted to
+  break a cycle of moves (when every job of a cycle is at the limit, they all stay).
 * Gavel has GPU workers only. hetgym's CPU nodes are one more worker type whose count
   is the number of worker slots (node cores over ``SimOptions.cpu_slot_cores``, else over
   the median cores per worker of the jobs that can run there); a placement there also
@@ -210,6 +217,11 @@ class Gavel(RoundBased):
             self._t_reset = 0.0  # Gavel: nothing ran, nothing left to arrive: force a reset
         scheduled = self._plan(view, t)
         plan = self._place(view, scheduled)
+        if not plan and self._need and len(view.running) == 0 and not (st == FUTURE).any():
+            # this round would run nothing and nothing is left to arrive: Gavel's forced
+            # reset, now (its next round would run nothing and then reset)
+            self._t_reset = 0.0
+            plan = self._place(view, self._plan(view, t))
         self._on = {j: k for j, (k, _) in plan.items()}
         self._held0 = held
         return carry_out(view, plan)

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from baselines.ledger import Ledger, preemptible
 from hetgym.decisions import Decision, Move, Placement, Preempt, Start
 from hetgym.sim.codes import GRACE, QUEUED, RUNNING
 
-__all__ = ["assign_workers", "carry_out", "worker_counts", "current"]
+__all__ = ["assign_workers", "carry_out", "current", "worker_counts"]
 
 
 def worker_counts(view) -> np.ndarray:
@@ -141,19 +142,27 @@ def assign_workers(view, scheduled: dict[int, list[int]], held: np.ndarray
 
 def carry_out(view, plan: dict[int, tuple[int, Placement]]) -> list[Decision]:
     """Decisions that turn the running set into ``plan``: ``Preempt`` for running jobs
-    left out, ``Move`` for running jobs whose placement changes (ordered so that each
-    target is free when it is applied), ``Start`` for waiting jobs. A cycle of moves
-    (A onto B's GPUs and B onto A's) is broken by preempting one of its jobs and starting
-    it after the moves (counted as a preemption)."""
+    left out, ``Move`` for running jobs whose placement changes, ``Start`` for waiting
+    jobs. Each decision is issued once it is valid on the resources the earlier ones
+    leave (GPUs, and each node's cores and memory: :class:`~baselines.ledger.Ledger`),
+    so a move waits until the jobs leaving its target GPUs or cores have moved. A cycle
+    of moves (A onto B's GPUs or cores and B onto A's) is broken by preempting one of its
+    jobs that may be preempted (:func:`~baselines.ledger.preemptible`: no grace period,
+    below ``max_preemptions``) and starting it after the moves (counted as a
+    preemption). When no job of the cycle may be preempted, the moves left are dropped:
+    those jobs keep running where they are this round, and a start whose resources they
+    still hold is dropped too (the job waits for the next round)."""
     status = np.asarray(view.status)
+    ledger = Ledger(view)
     out: list[Decision] = []
     moves: dict[int, tuple[int, Placement]] = {}
-    starts: list[Decision] = []
+    starts: list[tuple[int, int, Placement]] = []
     for j in np.asarray(view.running).tolist():
         if status[j] != RUNNING:
             continue
         if j not in plan:
             out.append(Preempt(j))
+            ledger.preempt(j)
             continue
         k, pl = plan[j]
         nodes, gpus = current(view, j)
@@ -161,7 +170,7 @@ def carry_out(view, plan: dict[int, tuple[int, Placement]]) -> list[Decision]:
             moves[j] = (k, pl)
     for j, (k, pl) in plan.items():
         if status[j] == QUEUED:
-            starts.append(Start(j, k, pl))
+            starts.append((j, k, pl))
         elif status[j] == GRACE:
             raise AssertionError(f"Gavel: job {j} in its grace period was planned")
     # the moving jobs holding each GPU (a CPU node's cores: key (node, -1)) now
@@ -179,17 +188,25 @@ def carry_out(view, plan: dict[int, tuple[int, Placement]]) -> list[Decision]:
         ready = [j for j, (_, pl) in pending.items()
                  if all(holders.get(key, set()) <= {j}
                         for key in zip(pl.nodes.tolist(), pl.gpus.tolist()))]
-        if not ready:  # a cycle: give one job's resources back now, start it after the moves
-            limit = view.max_preemptions
-            j = min(pending, key=lambda i: (
-                bool(view.grace[i] > 0 or (limit is not None and view.n_preempt[i] >= limit)), i))
-            k, pl = pending.pop(j)
-            out.append(Preempt(j))
-            starts.insert(0, Start(j, k, pl))
-            release(j)
-            continue
+        moved = False
         for j in ready:
-            k, pl = pending.pop(j)
+            k, pl = pending[j]
+            if not ledger.move(j, pl):  # cores or memory still held by a later move
+                continue
+            del pending[j]
             out.append(Move(j, pl, k))
             release(j)
-    return out + starts
+            moved = True
+        if moved:
+            continue
+        # a cycle: give one job's resources back now, start it after the moves
+        free = [i for i in pending if preemptible(view, i) and float(view.grace[i]) <= 0]
+        if not free:
+            break  # no job of the cycle may be preempted: they stay where they are
+        j = min(free)
+        k, pl = pending.pop(j)
+        out.append(Preempt(j))
+        ledger.preempt(j)
+        starts.insert(0, (j, k, pl))
+        release(j)
+    return out + [Start(j, k, pl) for j, k, pl in starts if ledger.start(j, pl)]

@@ -49,7 +49,12 @@ Beyond the paper: CPU nodes take part (a worker takes cores and memory; the pric
 CPU node uses its share of cores given); the plan tracks GPUs by id, cores and memory.
 A decision whose GPUs are still held by a job in its grace period is dropped for the
 round (Hadar's workloads have no grace period); a cycle of moves is broken by a
-preemption and a start (:func:`~baselines.hadar_parts.emit`).
+preemption and a start (:func:`~baselines.hadar_parts.emit`). Decisions are issued in an
+order in which each one's GPUs, cores and memory are free (a move onto a node waits for
+the jobs leaving it). The scenario's preemption limit (``max_preemptions``, not in the
+paper): a running job that may not be preempted any more keeps its placement through
+the round (with ``realloc="all"`` it is not re-planned; its resources are taken before
+the DP) and is never the one preempted to break a cycle.
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ from baselines.hadar_parts import (
     fork_fill,
     payoff_dp,
 )
+from baselines.ledger import at_limit
 from baselines.rounds import RoundBased
 from hetgym.decisions import Decision, Placement
 from hetgym.sim.codes import JobStatus
@@ -120,7 +126,13 @@ class Hadar(RoundBased):
         current = {j: self._primary(view, j) for j in running}
         plan: dict[int, list[Placement]] = {}
         if self.realloc == "all":
-            q = sorted(running + queued, key=lambda j: (float(view.arrival[j]), j))
+            pinned = [j for j in running if at_limit(view, j)]
+            for j in pinned:  # may not be preempted any more: keeps its placement
+                plan[j] = copies_of_job(view, j)
+                for pl in plan[j]:
+                    free = free.take(view, j, pl)
+            q = sorted([j for j in running if j not in plan] + queued,
+                       key=lambda j: (float(view.arrival[j]), j))
         else:
             q = sorted(queued, key=lambda j: (float(view.arrival[j]), j))
             for j in np.asarray(view.running).tolist():

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from baselines.ledger import Ledger, preemptible
 from hetgym.decisions import Decision, Move, Placement, Preempt, Start
 from hetgym.sim.codes import JobStatus
 
@@ -435,17 +436,23 @@ def fork_fill(view, jobs: list[int], plan: dict[int, list[Placement]], state: Pl
 def emit(view, plan: dict[int, list[Placement]]) -> list[Decision]:
     """Decisions that turn the running set into ``plan`` (job -> copies):
     running jobs left out are preempted first; kept placements give nothing; changed ones
-    a :class:`Move`, new ones a :class:`Start`, each issued once its GPUs are free
-    (a cycle of moves is broken by preempting one of them and starting it afterwards).
-    A decision whose GPUs stay taken (a job in a grace period) is dropped for this round."""
+    a :class:`Move`, new ones a :class:`Start`, each issued once its GPUs, cores and
+    memory are free (:class:`~baselines.ledger.Ledger`: a move onto a node waits until
+    the jobs leaving that node's GPUs or cores have moved). A cycle of moves is broken by
+    preempting one of them that may be preempted (:func:`~baselines.ledger.preemptible`)
+    and starting it afterwards. A decision whose resources stay taken (a job in a grace
+    period, a job at the preemption limit, which keeps running where it is) is dropped
+    for this round."""
     out: list[Decision] = []
+    ledger = Ledger(view)
     owner = np.array(view.capacity().gpu_owner)
     status = np.asarray(view.status)
     for j in np.asarray(view.running).tolist():
         if j not in plan:
-            if int(status[j]) == _GRACE:
-                continue
+            if not preemptible(view, j):
+                continue  # a grace period, or the preemption limit: it keeps its resources
             out.append(Preempt(j))
+            ledger.preempt(j)
             if float(view.grace[j]) <= 0:
                 owner[owner == j] = -1
     pending: list[tuple[int, list[Placement], bool]] = []
@@ -463,7 +470,8 @@ def emit(view, plan: dict[int, list[Placement]]) -> list[Decision]:
             pl = _flat(copies)
             g = pl.gpus >= 0
             held = owner[pl.nodes[g], pl.gpus[g]]
-            if np.all((held < 0) | (held == j)):
+            if np.all((held < 0) | (held == j)) and (ledger.move(j, pl) if moving
+                                                    else ledger.start(j, pl)):
                 owner[owner == j] = -1
                 owner[pl.nodes[g], pl.gpus[g]] = j
                 arg = copies if len(copies) > 1 else copies[0]
@@ -472,10 +480,11 @@ def emit(view, plan: dict[int, list[Placement]]) -> list[Decision]:
                 left.append((j, copies, moving))
         if len(left) == len(pending):
             stuck = next((p for p in left if p[2] and float(view.grace[p[0]]) <= 0
-                          and int(status[p[0]]) == _RUNNING), None)
+                          and preemptible(view, p[0])), None)
             if stuck is None:
-                break  # what is left waits for GPUs held through a grace period
+                break  # what is left waits for resources held through a grace period
             out.append(Preempt(stuck[0]))
+            ledger.preempt(stuck[0])
             owner[owner == stuck[0]] = -1
             left = [(j, c, False) if j == stuck[0] else (j, c, m) for j, c, m in left]
         pending = left
