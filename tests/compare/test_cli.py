@@ -75,3 +75,12 @@ def test_bad_out_path_fails_before_running(no_runs, capsys, tmp_path) -> None:
     assert f"{str(tmp_path / 'f')!r} is a file, not a folder" in err
     a = compare.parse_args(["--out", str(tmp_path / "new" / "runs.csv")])  # folders it may make
     assert a.out.endswith("runs.csv")
+
+
+def test_help_is_plain_text(no_runs, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        compare.main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "jct_over_best" in out and "seed_stability" in out
+    assert "``" not in out and ":func:" not in out
