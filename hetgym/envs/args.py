@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 
 from hetgym import scenarios as _scenarios
+from hetgym.episodes import EpisodeWindows
 from hetgym.specs import Scenario
 
-__all__ = ["count_arg", "discrete_action", "positive_arg", "scenario_arg"]
+__all__ = ["count_arg", "discrete_action", "episode_args", "positive_arg", "scenario_arg"]
 
 
 def scenario_arg(scenario: str | Scenario, scenario_kwargs: dict[str, Any] | None) -> Scenario:
@@ -55,3 +56,20 @@ def discrete_action(action: Any, n: int) -> int:
     if not 0 <= int(a) < n:
         raise ValueError(f"action {int(a)} out of range 0..{n - 1}")
     return int(a)
+
+
+def episode_args(env: Any, n_workload: int, n_jobs: int | None, max_steps: int | None,
+                 steps_per_job: int, invalid_action: str, reward_scale: Any, time_scale: Any,
+                 render_mode: str | None) -> None:
+    """Check and set the episode arguments every env shares: ``invalid_action``,
+    ``reward_scale`` and ``time_scale`` (seconds, > 0), ``render_mode``, the episode
+    ``windows`` (:class:`~hetgym.episodes.EpisodeWindows` over ``n_workload`` jobs) with
+    ``n_jobs`` its size, and ``max_steps`` (default ``steps_per_job * n_jobs + 1000``)."""
+    env.invalid_action = invalid_action
+    env.reward_scale = positive_arg("reward_scale", reward_scale, "seconds per reward unit")
+    env.time_scale = positive_arg("time_scale", time_scale, "seconds")
+    env.render_mode = render_mode
+    env.windows = EpisodeWindows(n_workload, n_jobs)
+    env.n_jobs = env.windows.size
+    env.max_steps = (count_arg("max_steps", max_steps) if max_steps is not None
+                     else steps_per_job * env.n_jobs + 1000)

@@ -30,12 +30,11 @@ import numpy as np
 from gymnasium import spaces
 
 from hetgym.decisions import Decision, SchedulingError
-from hetgym.envs.args import count_arg, discrete_action, positive_arg, scenario_arg
+from hetgym.envs.args import count_arg, discrete_action, episode_args, scenario_arg
 from hetgym.envs.candidates import single_server
 from hetgym.envs.features import Feature
 from hetgym.envs.fused import accrue_step_nb
 from hetgym.envs.reward import RewardTracker
-from hetgym.episodes import EpisodeWindows
 from hetgym.metrics import summarize
 from hetgym.sim.engine import Simulator
 from hetgym.sim.state import ACC_ROUND, ACC_WAKE
@@ -86,14 +85,8 @@ class DecisionEnv(gym.Env):
         self.every_event = bool(every_event)
         self.rounds_only = False  # ask the agent at round boundaries only (HetClusterRounds-v0)
         self.skip_forced = bool(skip_forced)
-        self.invalid_action = invalid_action
-        self.reward_scale = positive_arg("reward_scale", reward_scale, "seconds per reward unit")
-        self.time_scale = positive_arg("time_scale", time_scale, "seconds")
-        self.render_mode = render_mode
-        self.windows = EpisodeWindows(len(sc.workload), n_jobs)
-        self.n_jobs = self.windows.size
-        self.max_steps = (count_arg("max_steps", max_steps) if max_steps is not None
-                          else 40 * self.n_jobs + 1000)
+        episode_args(self, len(sc.workload), n_jobs, max_steps, 40, invalid_action,
+                     reward_scale, time_scale, render_mode)
         self.done_action = self.window * self.max_candidates
         self.action_space = spaces.Discrete(self.done_action + 1)
         self.obs_layout = self._layout()

@@ -10,7 +10,7 @@ from gymnasium import spaces
 
 from hetgym import scenarios as _scenarios
 from hetgym.decisions import SchedulingError
-from hetgym.envs.args import count_arg, discrete_action, positive_arg, scenario_arg
+from hetgym.envs.args import count_arg, discrete_action, episode_args, scenario_arg
 from hetgym.envs.features import SCALE, layout, obs_size
 from hetgym.envs.fused import (
     ACT_GROW,
@@ -23,13 +23,12 @@ from hetgym.envs.fused import (
     decide_point_nb,
     refresh_nb,
 )
-from hetgym.episodes import EpisodeWindows
-from hetgym.sim.dispatch import Binder
-from hetgym.sim.events import STEP_LOG_FULL
-from hetgym.sim.state import ACC_NOW, CTR_DONE, CTR_Q, CTR_RUN
 from hetgym.envs.reward import RewardTracker
 from hetgym.metrics import summarize
+from hetgym.sim.dispatch import Binder
 from hetgym.sim.engine import InvariantError, Simulator
+from hetgym.sim.events import STEP_LOG_FULL
+from hetgym.sim.state import ACC_NOW, CTR_DONE, CTR_Q, CTR_RUN
 from hetgym.specs import Scenario
 
 __all__ = ["HetClusterEnv"]
@@ -118,14 +117,8 @@ class HetClusterEnv(gym.Env):
         self.n_dev = len(self.devices)
         self.preemption = bool(preemption)
         self.run_window = count_arg("run_window", run_window) if preemption else 0
-        self.invalid_action = invalid_action
-        self.reward_scale = positive_arg("reward_scale", reward_scale, "seconds per reward unit")
-        self.time_scale = positive_arg("time_scale", time_scale, "seconds")
-        self.render_mode = render_mode
-        self.windows = EpisodeWindows(len(sc.workload), n_jobs)
-        self.n_jobs = self.windows.size
-        self.max_steps = (count_arg("max_steps", max_steps) if max_steps is not None
-                          else 20 * self.n_jobs + 1000)
+        episode_args(self, len(sc.workload), n_jobs, max_steps, 20, invalid_action,
+                     reward_scale, time_scale, render_mode)
         self.n_start_actions = self.window * self.n_dev
         self.wait_action = self.n_start_actions + self.run_window
         self.action_space = spaces.Discrete(self.wait_action + 1)
