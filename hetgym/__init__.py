@@ -56,6 +56,9 @@ def __dir__() -> list[str]:
 
 _register(id="HetCluster-v0", entry_point="hetgym.envs.hetcluster:HetClusterEnv",
           vector_entry_point="hetgym.envs.batched:HetClusterVecEnv")
-_register(id="HetClusterPlacement-v0", entry_point="hetgym.envs.placement:HetClusterPlacementEnv")
-_register(id="HetClusterElastic-v0", entry_point="hetgym.envs.elastic:HetClusterElasticEnv")
-_register(id="HetClusterRounds-v0", entry_point="hetgym.envs.rounds:HetClusterRoundsEnv")
+_register(id="HetClusterPlacement-v0", entry_point="hetgym.envs.placement:HetClusterPlacementEnv",
+          vector_entry_point="hetgym.envs.decision_vec:PlacementVecEnv")
+_register(id="HetClusterElastic-v0", entry_point="hetgym.envs.elastic:HetClusterElasticEnv",
+          vector_entry_point="hetgym.envs.decision_vec:ElasticVecEnv")
+_register(id="HetClusterRounds-v0", entry_point="hetgym.envs.rounds:HetClusterRoundsEnv",
+          vector_entry_point="hetgym.envs.decision_vec:RoundsVecEnv")

@@ -12,7 +12,7 @@ from hetgym import scenarios as _scenarios
 from hetgym.episodes import EpisodeWindows
 from hetgym.specs import Scenario
 
-__all__ = ["count_arg", "discrete_action", "episode_args", "positive_arg", "scenario_arg"]
+__all__ = ["autoreset_arg", "count_arg", "discrete_action", "episode_args", "positive_arg", "scenario_arg"]
 
 
 def scenario_arg(scenario: str | Scenario, scenario_kwargs: dict[str, Any] | None) -> Scenario:
@@ -73,3 +73,18 @@ def episode_args(env: Any, n_workload: int, n_jobs: int | None, max_steps: int |
     env.n_jobs = env.windows.size
     env.max_steps = (count_arg("max_steps", max_steps) if max_steps is not None
                      else steps_per_job * env.n_jobs + 1000)
+
+
+def autoreset_arg(mode: Any) -> Any:
+    """A vector env's ``autoreset_mode``: ``"next_step"`` / ``"same_step"`` (or Gymnasium's
+    ``"NextStep"`` / ``"SameStep"``, or the :class:`gymnasium.vector.AutoresetMode` values)
+    as an ``AutoresetMode``; anything else (``DISABLED`` included) is a ``ValueError``."""
+    from gymnasium.vector import AutoresetMode
+
+    names = {"next_step": AutoresetMode.NEXT_STEP, "same_step": AutoresetMode.SAME_STEP,
+             "NextStep": AutoresetMode.NEXT_STEP, "SameStep": AutoresetMode.SAME_STEP}
+    if isinstance(mode, AutoresetMode) and mode != AutoresetMode.DISABLED:
+        return mode
+    if isinstance(mode, str) and mode in names:
+        return names[mode]
+    raise ValueError(f"autoreset_mode must be 'next_step' or 'same_step', got {mode!r}")

@@ -28,7 +28,7 @@ from gymnasium.vector.utils import batch_space
 
 from hetgym import scenarios as _scenarios
 from hetgym.decisions import SchedulingError
-from hetgym.envs.args import scenario_arg
+from hetgym.envs.args import autoreset_arg, scenario_arg
 from hetgym.envs.fused import (
     ACT_INVALID,
     ACT_NOOP,
@@ -67,11 +67,7 @@ class HetClusterVecEnv(VectorEnv):
                  parallel: bool | None = None, **kwargs: Any) -> None:
         if int(num_envs) < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs!r}")
-        mode = AutoresetMode(autoreset_mode.value if isinstance(autoreset_mode, AutoresetMode)
-                             else {"next_step": "NextStep", "same_step": "SameStep"}.get(
-                                 str(autoreset_mode), str(autoreset_mode)))
-        if mode == AutoresetMode.DISABLED:
-            raise ValueError("autoreset_mode must be 'next_step' or 'same_step'")
+        mode = autoreset_arg(autoreset_mode)
         kwargs.pop("max_episode_steps", None)  # gym.make_vec's, not ours (use max_steps)
         # one scenario object for all: its arrays are cached
         sc = scenario_arg(kwargs.pop("scenario", _scenarios.DEFAULT),

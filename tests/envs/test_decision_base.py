@@ -10,6 +10,7 @@ import pytest
 import baselines
 from hetgym import scenarios
 from hetgym.envs.decision_base import SchedulerAgent, play
+from hetgym.envs.decision_vec import DecisionVecEnv
 from hetgym.metrics import job_table
 
 CASES = [("HetClusterPlacement-v0", "topo-sim", {}, {"window": 4}),
@@ -48,15 +49,55 @@ def test_skip_forced_keeps_the_run_of_a_stateless_scheduler():
 
 
 @pytest.mark.parametrize("env_id,name,skw,kw", CASES, ids=[c[0] for c in CASES])
-def test_make_vec_gives_gymnasiums_sync_vectorisation(env_id, name, skw, kw):
-    """No vector_entry_point yet: gym.make_vec runs N copies (SyncVectorEnv); masks by call."""
+def test_make_vec_gives_the_vector_entry_point(env_id, name, skw, kw):
+    """gym.make_vec uses the id's vector_entry_point (DecisionVecEnv): (N, A) masks."""
     v = gym.make_vec(env_id, num_envs=2, scenario=scenarios.get(name, **skw), n_jobs=8, **kw)
+    assert isinstance(v, DecisionVecEnv)
     obs, info = v.reset(seed=0)
     assert obs.shape == (2,) + v.single_observation_space.shape
-    masks = np.stack(v.call("action_masks"))
+    masks = v.action_masks()
+    assert masks.shape == (2, v.single_action_space.n)
     np.testing.assert_array_equal(masks, info["action_mask"])
     _, r, _, _, _ = v.step(np.array([np.flatnonzero(m)[0] for m in masks]))
     assert r.shape == (2,)
+    sync = gym.make_vec(env_id, num_envs=2, vectorization_mode="sync",
+                        scenario=scenarios.get(name, **skw), n_jobs=8, **kw)
+    assert np.stack(sync.call("action_masks")).shape == masks.shape
+
+
+@pytest.mark.parametrize("env_id,name,skw,kw", CASES, ids=[c[0] for c in CASES])
+def test_vector_env_steps_exactly_like_single_envs(env_id, name, skw, kw):
+    """Env by env, the vector env's trajectories are those of single envs seeded seed + i,
+    across next-step autoresets (short episodes: max_steps=15)."""
+    sc = scenarios.get(name, **skw)
+    n, seed = 3, 5
+    v = gym.make_vec(env_id, num_envs=n, scenario=sc, n_jobs=6, max_steps=15, **kw)
+    singles = [gym.make(env_id, scenario=sc, n_jobs=6, max_steps=15, **kw).unwrapped
+               for _ in range(n)]
+    obs, _ = v.reset(seed=seed)
+    for i, e in enumerate(singles):
+        o, _ = e.reset(seed=seed + i)
+        np.testing.assert_array_equal(obs[i], o)
+    rng = np.random.default_rng(0)
+    pending = [False] * n
+    resets = 0
+    for _ in range(60):
+        masks = v.action_masks()
+        acts = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        obs, rew, term, trunc, _ = v.step(acts)
+        for i, e in enumerate(singles):
+            if pending[i]:  # next_step autoreset: this step resets env i, its action ignored
+                o, _ = e.reset()
+                r, t, u = 0.0, False, False
+                pending[i] = False
+                resets += 1
+            else:
+                np.testing.assert_array_equal(masks[i], e.action_masks())
+                o, r, t, u, _ = e.step(int(acts[i]))
+                pending[i] = t or u
+            np.testing.assert_array_equal(obs[i], o)
+            assert (rew[i], term[i], trunc[i]) == (r, t, u)
+    assert resets >= n
 
 
 @pytest.mark.parametrize("env_id,name,skw,kw", CASES, ids=[c[0] for c in CASES])
