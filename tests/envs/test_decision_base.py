@@ -100,6 +100,37 @@ def test_vector_env_steps_exactly_like_single_envs(env_id, name, skw, kw):
     assert resets >= n
 
 
+@pytest.mark.parametrize("env_id,name,skw,kw", CASES[:1], ids=[CASES[0][0]])
+def test_vector_env_same_step_autoreset(env_id, name, skw, kw):
+    """same_step: the ending step returns the next episode's first observation; the last
+    one is in info["final_obs"], as for single envs reset right after the end."""
+    sc = scenarios.get(name, **skw)
+    n, seed = 2, 3
+    v = gym.make_vec(env_id, num_envs=n, scenario=sc, n_jobs=6, max_steps=15,
+                     autoreset_mode="same_step", **kw)
+    singles = [gym.make(env_id, scenario=sc, n_jobs=6, max_steps=15, **kw).unwrapped
+               for _ in range(n)]
+    v.reset(seed=seed)
+    for i, e in enumerate(singles):
+        e.reset(seed=seed + i)
+    rng = np.random.default_rng(1)
+    ends = 0
+    for _ in range(50):
+        masks = v.action_masks()
+        acts = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        obs, rew, term, trunc, info = v.step(acts)
+        for i, e in enumerate(singles):
+            o, r, t, u, _ = e.step(int(acts[i]))
+            assert (rew[i], term[i], trunc[i]) == (r, t, u)
+            if t or u:
+                ends += 1
+                assert info["_final_obs"][i]
+                np.testing.assert_array_equal(info["final_obs"][i], o)
+                o, _ = e.reset()
+            np.testing.assert_array_equal(obs[i], o)
+    assert ends >= n
+
+
 @pytest.mark.parametrize("env_id,name,skw,kw", CASES, ids=[c[0] for c in CASES])
 def test_render_shows_the_cluster_and_the_decision_point(env_id, name, skw, kw):
     sc = scenarios.get(name, **skw)
