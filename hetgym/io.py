@@ -10,7 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["write_atomic_bytes", "write_atomic_json", "write_atomic_csv", "write_atomic_parquet"]
+__all__ = ["write_atomic_bytes", "write_atomic_json", "write_atomic_csv", "write_atomic_figure",
+           "write_atomic_parquet"]
 
 
 def write_atomic_bytes(data: bytes, path: str | os.PathLike) -> Path:
@@ -48,4 +49,17 @@ def write_atomic_parquet(df: pd.DataFrame, path: str | os.PathLike) -> Path:
 
     buf = io.BytesIO()
     df.to_parquet(buf, index=False)
+    return write_atomic_bytes(buf.getvalue(), path)
+
+
+def write_atomic_figure(fig: Any, path: str | os.PathLike, dpi: float | None = None) -> Path:
+    """A matplotlib figure written atomically (format from the suffix, PNG if none), then closed."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    buf = io.BytesIO()
+    fig.savefig(buf, format=path.suffix.lstrip(".") or "png", dpi=dpi)
+    plt.close(fig)
     return write_atomic_bytes(buf.getvalue(), path)

@@ -142,6 +142,8 @@ def plot(sw: pd.DataFrame, base: pd.DataFrame, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from hetgym.io import write_atomic_figure
+
     g = sw.groupby("alpha")[["avg_jct", "allox_progress_std"]].mean()
     fig, ax = plt.subplots(figsize=(5.5, 4))
     ax.plot(g["avg_jct"], g["allox_progress_std"], "o-", label="AlloX (alpha)")
@@ -158,9 +160,7 @@ def plot(sw: pd.DataFrame, base: pd.DataFrame, path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    write_atomic_figure(fig, path, dpi=120)
 
 
 def write_doc(path: Path, block: str, begin: str = BEGIN, end: str = END) -> None:

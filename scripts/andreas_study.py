@@ -125,6 +125,8 @@ def plot(df: pd.DataFrame, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from hetgym.io import write_atomic_figure
+
     delays = sorted(df["delay"].unique())
     fig, axes = plt.subplots(len(delays), 2, figsize=(10, 3.6 * len(delays)), squeeze=False)
     for i, d in enumerate(delays):
@@ -141,9 +143,7 @@ def plot(df: pd.DataFrame, path: Path) -> None:
             ax.grid(alpha=0.3)
             ax.legend()
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    write_atomic_figure(fig, path, dpi=110)
 
 
 def armida() -> str:

@@ -247,6 +247,8 @@ def sensitivity_plot(df: pd.DataFrame, key: str, path: Path, xlabel: str, log_x:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from hetgym.io import write_atomic_figure
+
     x = np.sort(df[key].unique().astype(np.float64))
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4), sharex=True)
     for ax, c, title in ((axes[0], "te", "TE jobs"), (axes[1], "be", "BE jobs")):
@@ -267,9 +269,7 @@ def sensitivity_plot(df: pd.DataFrame, key: str, path: Path, xlabel: str, log_x:
     seeds = df["seed"].nunique()
     fig.suptitle(f"FitGpp on fitgpp-lab ({n} jobs, {seeds} seeds; mean ± std)", fontsize=10)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    write_atomic_figure(fig, path, dpi=120)
 
 
 def report(df: pd.DataFrame, img_dir: Path | None, arrivals: str = "controlled") -> str:

@@ -154,6 +154,8 @@ def util_table_and_plot(df: pd.DataFrame, path: Path | None) -> str:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
+        from hetgym.io import write_atomic_figure
+
         fig, ax = plt.subplots(figsize=(6, 4))
         for algo, f in curves.items():
             ax.plot(levels * 100, 1.0 - f, label=algo)  # CDF: fraction of time below x
@@ -163,9 +165,7 @@ def util_table_and_plot(df: pd.DataFrame, path: Path | None) -> str:
         ax.grid(alpha=0.3)
         ax.legend()
         fig.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        write_atomic_figure(fig, path, dpi=110)
         lines.append(f"\n![GPU utilisation CDF]({path.name if path.parent.name != 'img' else 'img/' + path.name})")
     return "\n".join(lines)
 

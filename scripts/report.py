@@ -25,7 +25,6 @@ and ``segments.parquet`` beside it) and writes, atomically, into ``--out``:
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import sys
 from pathlib import Path
@@ -88,12 +87,9 @@ def _plt():
 
 
 def _save(fig: Any, path: Path) -> None:
-    from hetgym.io import write_atomic_bytes
+    from hetgym.io import write_atomic_figure
 
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    _plt().close(fig)
-    write_atomic_bytes(buf.getvalue(), path)
+    write_atomic_figure(fig, path)
 
 
 def jct_cdf_figure(runs: pd.DataFrame, order: Sequence[str]) -> Any:
