@@ -33,7 +33,6 @@ import math
 import multiprocessing as mp
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -177,15 +176,6 @@ def lab_table(names: list[str], n_jobs: int, timeout: float, log=print, clock: s
     return "\n".join(lines)
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename."""
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".bench_scale.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
 def _ints(s: str) -> list[int]:
     return [int(float(x)) for x in s.split(",") if x.strip()]
 
@@ -226,7 +216,9 @@ def main(argv: list[str] | None = None) -> None:
     out = "\n".join(text) + "\n"
     print(out, end="")
     if a.out:
-        write_atomic(a.out, out)
+        from hetgym.io import write_atomic_bytes
+
+        write_atomic_bytes(out.encode(), a.out)
 
 
 if __name__ == "__main__":
