@@ -59,12 +59,18 @@ def discrete_action(action: Any, n: int) -> int:
 
 
 def episode_args(env: Any, n_workload: int, n_jobs: int | None, max_steps: int | None,
-                 steps_per_job: int, invalid_action: str, reward_scale: Any, time_scale: Any,
-                 render_mode: str | None) -> None:
-    """Check and set the episode arguments every env shares: ``invalid_action``,
-    ``reward_scale`` and ``time_scale`` (seconds, > 0), ``render_mode``, the episode
+                 steps_per_job: int, invalid_action: str, invalid_choices: tuple[str, ...],
+                 reward_scale: Any, time_scale: Any, render_mode: str | None) -> None:
+    """Check and set the episode arguments every env shares: ``invalid_action`` (one of
+    ``invalid_choices``), ``reward_scale`` and ``time_scale`` (seconds, > 0),
+    ``render_mode`` (one of ``env.metadata["render_modes"]`` or None), the episode
     ``windows`` (:class:`~hetgym.episodes.EpisodeWindows` over ``n_workload`` jobs) with
     ``n_jobs`` its size, and ``max_steps`` (default ``steps_per_job * n_jobs + 1000``)."""
+    if invalid_action not in invalid_choices:
+        raise ValueError(f"invalid_action must be {' or '.join(map(repr, invalid_choices))}, "
+                         f"got {invalid_action!r}")
+    if render_mode is not None and render_mode not in env.metadata["render_modes"]:
+        raise ValueError(f"render_mode must be one of {env.metadata['render_modes']}")
     env.invalid_action = invalid_action
     env.reward_scale = positive_arg("reward_scale", reward_scale, "seconds per reward unit")
     env.time_scale = positive_arg("time_scale", time_scale, "seconds")

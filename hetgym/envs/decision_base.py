@@ -72,10 +72,6 @@ class DecisionEnv(gym.Env):
                  invalid_action: str, reward_scale: float, max_steps: int | None,
                  render_mode: str | None, time_scale: float, skip_forced: bool = False) -> None:
         sc = scenario_arg(scenario, scenario_kwargs)
-        if invalid_action not in ("done", "raise"):
-            raise ValueError(f"invalid_action must be 'done' or 'raise', got {invalid_action!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
         self.scenario = sc
         self.devices = sc.device_types
         self.window = count_arg("window", window)
@@ -86,7 +82,7 @@ class DecisionEnv(gym.Env):
         self.rounds_only = False  # ask the agent at round boundaries only (HetClusterRounds-v0)
         self.skip_forced = bool(skip_forced)
         episode_args(self, len(sc.workload), n_jobs, max_steps, 40, invalid_action,
-                     reward_scale, time_scale, render_mode)
+                     ("done", "raise"), reward_scale, time_scale, render_mode)
         self.done_action = self.window * self.max_candidates
         self.action_space = spaces.Discrete(self.done_action + 1)
         self.obs_layout = self._layout()

@@ -107,10 +107,6 @@ class HetClusterEnv(gym.Env):
         sc = scenario_arg(scenario, scenario_kwargs)
         if placement is not None:
             sc = sc.replace(options={"placement": placement})
-        if invalid_action not in ("wait", "raise"):
-            raise ValueError(f"invalid_action must be 'wait' or 'raise', got {invalid_action!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}")
         self.scenario = sc
         self.devices = sc.device_types
         self.window = count_arg("window", window)
@@ -118,7 +114,7 @@ class HetClusterEnv(gym.Env):
         self.preemption = bool(preemption)
         self.run_window = count_arg("run_window", run_window) if preemption else 0
         episode_args(self, len(sc.workload), n_jobs, max_steps, 20, invalid_action,
-                     reward_scale, time_scale, render_mode)
+                     ("wait", "raise"), reward_scale, time_scale, render_mode)
         self.n_start_actions = self.window * self.n_dev
         self.wait_action = self.n_start_actions + self.run_window
         self.action_space = spaces.Discrete(self.wait_action + 1)
