@@ -65,26 +65,38 @@ def test_make_vec_gives_the_vector_entry_point(env_id, name, skw, kw):
     assert np.stack(sync.call("action_masks")).shape == masks.shape
 
 
-@pytest.mark.parametrize("env_id,name,skw,kw", CASES, ids=[c[0] for c in CASES])
-def test_vector_env_steps_exactly_like_single_envs(env_id, name, skw, kw):
-    """Env by env, the vector env's trajectories are those of single envs seeded seed + i,
-    across next-step autoresets (short episodes: max_steps=15)."""
+def _vec_and_singles(env_id, name, skw, kw, n, seed, rng_seed, n_steps, **vec_kw):
+    """The vector env of ``n`` short-episode envs (max_steps=15) and ``n`` single envs, all
+    reset (single env i with ``seed + i``; their first observations checked equal), and
+    a generator of ``n_steps`` random masked vector steps: (masks, actions, step result)."""
     sc = scenarios.get(name, **skw)
-    n, seed = 3, 5
-    v = gym.make_vec(env_id, num_envs=n, scenario=sc, n_jobs=6, max_steps=15, **kw)
+    v = gym.make_vec(env_id, num_envs=n, scenario=sc, n_jobs=6, max_steps=15, **vec_kw, **kw)
     singles = [gym.make(env_id, scenario=sc, n_jobs=6, max_steps=15, **kw).unwrapped
                for _ in range(n)]
     obs, _ = v.reset(seed=seed)
     for i, e in enumerate(singles):
         o, _ = e.reset(seed=seed + i)
         np.testing.assert_array_equal(obs[i], o)
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(rng_seed)
+
+    def steps():
+        for _ in range(n_steps):
+            masks = v.action_masks()
+            acts = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+            yield masks, acts, v.step(acts)
+
+    return v, singles, steps()
+
+
+@pytest.mark.parametrize("env_id,name,skw,kw", CASES, ids=[c[0] for c in CASES])
+def test_vector_env_steps_exactly_like_single_envs(env_id, name, skw, kw):
+    """Env by env, the vector env's trajectories are those of single envs seeded seed + i,
+    across next-step autoresets (short episodes: max_steps=15)."""
+    n = 3
+    v, singles, steps = _vec_and_singles(env_id, name, skw, kw, n, seed=5, rng_seed=0, n_steps=60)
     pending = [False] * n
     resets = 0
-    for _ in range(60):
-        masks = v.action_masks()
-        acts = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
-        obs, rew, term, trunc, _ = v.step(acts)
+    for masks, acts, (obs, rew, term, trunc, _) in steps:
         for i, e in enumerate(singles):
             if pending[i]:  # next_step autoreset: this step resets env i, its action ignored
                 o, _ = e.reset()
@@ -104,21 +116,11 @@ def test_vector_env_steps_exactly_like_single_envs(env_id, name, skw, kw):
 def test_vector_env_same_step_autoreset(env_id, name, skw, kw):
     """same_step: the ending step returns the next episode's first observation; the last
     one is in info["final_obs"], as for single envs reset right after the end."""
-    sc = scenarios.get(name, **skw)
-    n, seed = 2, 3
-    v = gym.make_vec(env_id, num_envs=n, scenario=sc, n_jobs=6, max_steps=15,
-                     autoreset_mode="same_step", **kw)
-    singles = [gym.make(env_id, scenario=sc, n_jobs=6, max_steps=15, **kw).unwrapped
-               for _ in range(n)]
-    v.reset(seed=seed)
-    for i, e in enumerate(singles):
-        e.reset(seed=seed + i)
-    rng = np.random.default_rng(1)
+    n = 2
+    v, singles, steps = _vec_and_singles(env_id, name, skw, kw, n, seed=3, rng_seed=1, n_steps=50,
+                                         autoreset_mode="same_step")
     ends = 0
-    for _ in range(50):
-        masks = v.action_masks()
-        acts = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
-        obs, rew, term, trunc, info = v.step(acts)
+    for _, acts, (obs, rew, term, trunc, info) in steps:
         for i, e in enumerate(singles):
             o, r, t, u, _ = e.step(int(acts[i]))
             assert (rew[i], term[i], trunc[i]) == (r, t, u)
