@@ -22,7 +22,7 @@ import numpy as np
 from numba import njit
 
 from hetgym.sim.codes import DONE, GRACE, QUEUED, RUNNING
-from hetgym.sim.interference import copies_rate_nb, refresh_rates_nb
+from hetgym.sim.interference import copies_rate_nb, refresh_rates
 from hetgym.sim.kernels import (
     alloc_nb,
     check_placement_nb,
@@ -129,7 +129,7 @@ def release_nb(job, P, S):
     js.finish[job] = np.inf
     js.grace_end[job] = np.inf
     _running_remove_nb(run, job)
-    refresh_rates_nb(w, wn, P, S)
+    refresh_rates(w, wn, P, S)
 
 
 @njit(cache=True)
@@ -161,16 +161,13 @@ def checkpoint_loss_nb(job, P, S):
 
 
 @njit(cache=True)
-def suspend_nb(job, lose_progress, P, S):
-    """Suspend a running job to the head of the queue, its progress kept; with
-    ``lose_progress`` (preemption with no grace period) the progress since its last
-    checkpoint is lost (:func:`checkpoint_loss_nb`)."""
-    js, run = S.job, S.run
-    if lose_progress:
-        checkpoint_loss_nb(job, P, S)
+def suspend_nb(job, P, S):
+    """Suspend a running job to the head of the queue, its progress kept (the end of a
+    grace period; a preemption with no grace period applies :func:`checkpoint_loss_nb`
+    first)."""
     release_nb(job, P, S)
-    js.status[job] = QUEUED
-    queue_push_front_nb(run, js.qpos, job)
+    S.job.status[job] = QUEUED
+    queue_push_front_nb(S.run, S.job.qpos, job)
 
 
 @njit(cache=True)
@@ -188,7 +185,8 @@ def preempt_nb(job, P, S):
         js.status[job] = GRACE
         js.grace_end[job] = run.acc[ACC_NOW] + gp
     else:
-        suspend_nb(job, job >= 0, P, S)  # job >= 0: a run-time True, see module doc
+        checkpoint_loss_nb(job, P, S)
+        suspend_nb(job, P, S)
     return START_OK
 
 
@@ -288,7 +286,7 @@ def step_nb(P, S):
         js.end[j] = t
         ctr[CTR_DONE] += 1
     for k in range(ng):
-        suspend_nb(run.out_grace[k], k < 0, P, S)  # k < 0: a run-time False, see module doc
+        suspend_nb(run.out_grace[k], P, S)
     while ctr[CTR_ARR] < n_jobs and jobs.arrival[ctr[CTR_ARR]] <= t:
         j = ctr[CTR_ARR]
         js.status[j] = QUEUED
@@ -373,7 +371,7 @@ def _occupy_nb(job, w, wnodes, wgpus, dev, P, S):
     js.status[job] = RUNNING
     run.running[run.ctr[CTR_RUN]] = job
     run.ctr[CTR_RUN] += 1
-    refresh_rates_nb(w, wnodes, P, S)
+    refresh_rates(w, wnodes, P, S)
 
 
 @njit(cache=True)
