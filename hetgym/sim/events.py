@@ -62,29 +62,33 @@ def power_busy_nb(w, wnodes, wgpus, sign, cpus_row, nodes, run):
     and busy seconds are brought up to now only when its power changes) and switches a
     node's ``switch_w`` (its idle power under ``idle_power="busy_nodes"``) on with its
     first worker and off with its last."""
-    now = run.acc[ACC_NOW]
+    acc, busy = run.acc, run.busy
+    node_t, node_e, node_pw, node_units, node_busy = (run.node_t, run.node_e, run.node_pw,
+                                                      run.node_units, run.node_busy)
+    dev, gpu_w, core_w, switch_w = nodes.dev, nodes.gpu_w, nodes.core_w, nodes.switch_w
+    now = acc[ACC_NOW]
     for i in range(w):
         n = wnodes[i]
-        d = nodes.dev[n]
-        el = now - run.node_t[n]
+        d = dev[n]
+        el = now - node_t[n]
         if el > 0.0:
-            run.node_e[n] += run.node_pw[n] * el
-            if run.node_units[n] > 0:
-                run.node_busy[n] += el
-            run.node_t[n] = now
+            node_e[n] += node_pw[n] * el
+            if node_units[n] > 0:
+                node_busy[n] += el
+            node_t[n] = now
         if wgpus[i] >= 0:
-            run.acc[ACC_POWER] += sign * nodes.gpu_w[n]
-            run.busy[d] += sign
-            run.node_pw[n] += sign * nodes.gpu_w[n]
+            acc[ACC_POWER] += sign * gpu_w[n]
+            busy[d] += sign
+            node_pw[n] += sign * gpu_w[n]
         else:
-            run.acc[ACC_POWER] += sign * nodes.core_w[n] * cpus_row[d]
-            run.busy[d] += sign * cpus_row[d]
-            run.node_pw[n] += sign * nodes.core_w[n] * cpus_row[d]
-        before = run.node_units[n]
-        run.node_units[n] = before + sign
+            acc[ACC_POWER] += sign * core_w[n] * cpus_row[d]
+            busy[d] += sign * cpus_row[d]
+            node_pw[n] += sign * core_w[n] * cpus_row[d]
+        before = node_units[n]
+        node_units[n] = before + sign
         if (before == 0) != (before + sign == 0):  # the node switches on (0 -> 1) or off (1 -> 0)
-            run.acc[ACC_POWER] += sign * nodes.switch_w[n]
-            run.node_pw[n] += sign * nodes.switch_w[n]
+            acc[ACC_POWER] += sign * switch_w[n]
+            node_pw[n] += sign * switch_w[n]
 
 
 @njit(cache=True, inline="always")
@@ -332,7 +336,7 @@ def copies_nb(job, w, jobs):
     return 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def fork_sync_nb(t, P, S):
     """Round boundary at ``t``: every job holding >= 2 copies makes no progress for
     ``fork_sync`` seconds (model consolidation, M4; a pending restart delay overlaps)."""

@@ -112,7 +112,7 @@ def interfered_rate_nb(job, w, wnodes, wgpus, P, ns):
     return interfered_rate(job, w, wnodes, wgpus, P, ns)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def copies_rate_nb(job, w, k, wnodes, wgpus, P, ns):
     """Pooled rate of ``k`` copies of ``job`` on ``w`` workers (forking, M4: copy c on
     ``wnodes[c w / k:(c + 1) w / k]``): the sum of the copies' :func:`interfered_rate_nb`

@@ -279,18 +279,21 @@ def check_placement_nb(w, wnodes, wgpus, cpus_row, mem, nodes, ns, scr_f):
 def alloc_nb(job, w, wnodes, wgpus, sign, cpus_row, mem, nodes, ns):
     """Take (``sign=+1``) or give back (``sign=-1``) the resources of a placement,
     keeping the per-type summary ``ns.free_dev`` in step."""
+    dev, dev_is_cpu = nodes.dev, nodes.dev_is_cpu
+    free_cpus, free_mem, free_gpus, free_dev, gpu_owner = (ns.free_cpus, ns.free_mem, ns.free_gpus,
+                                                           ns.free_dev, ns.gpu_owner)
     for i in range(w):
         n = wnodes[i]
-        d = nodes.dev[n]
-        ns.free_cpus[n] -= sign * cpus_row[d]
-        ns.free_mem[n] -= sign * mem
+        d = dev[n]
+        free_cpus[n] -= sign * cpus_row[d]
+        free_mem[n] -= sign * mem
         g = wgpus[i]
         if g >= 0:
-            ns.free_gpus[n] -= sign
-            ns.free_dev[d] -= sign
-            ns.gpu_owner[n, g] = job if sign > 0 else -1
-        elif nodes.dev_is_cpu[d]:
-            ns.free_dev[d] -= sign * cpus_row[d]
+            free_gpus[n] -= sign
+            free_dev[d] -= sign
+            gpu_owner[n, g] = job if sign > 0 else -1
+        elif dev_is_cpu[d]:
+            free_dev[d] -= sign * cpus_row[d]
 
 
 @njit(cache=True)
@@ -304,7 +307,7 @@ def alloc_jobs_nb(idx, sign, jobs, nodes, js, ns):
                  jobs.mem[j], nodes, ns)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def rate_nb(w, wnodes, wgpus, tput_row, comm, nodes, opts):
     """Rate (iterations/s) of a job on a placement.
 
