@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 if "--env" in sys.argv[1:]:
     import gymnasium as gym
 
-    import hetgym  # noqa: F401  (registers the env ids)
+    import hetgym  # registers the env ids
 
     T1 = time.perf_counter()
     env = gym.make("HetCluster-v0")

@@ -462,7 +462,17 @@ def queue_compact_nb(run, qpos):
 # ------------------------------------------------------------------- mask
 @njit(cache=True, inline="always")
 def mask_nb(window, n_win, jobs, nodes, ns, out):
-    """Feasibility of starting window job k on device c, written to ``out[k, c]``."""
+    """Feasibility of starting window job k on device c, written to ``out[k, c]``.
+
+    A call of the compiled :func:`mask_fill_nb` (not inlined: the env's decision kernel
+    calls it at several sites), with ``n_win`` as a plain int64 so that a constant at a
+    call site does not compile it again."""
+    mask_fill_nb(window, np.int64(n_win), jobs, nodes, ns, out)
+
+
+@njit(cache=True)
+def mask_fill_nb(window, n_win, jobs, nodes, ns, out):
+    """The body of :func:`mask_nb`."""
     n_dev = out.shape[1]
     tput, workers, cpus_need, mem = jobs.tput, jobs.workers, jobs.cpus_need, jobs.mem
     is_cpu, dev_start, by_dev = nodes.dev_is_cpu, nodes.dev_start, nodes.by_dev
