@@ -13,7 +13,12 @@ follow the same rules (pure, no RNG or I/O).
 
 Flags are never passed to a compiled callee as constants: Numba types a constant
 argument as a literal and compiles the callee again for it (several seconds for a
-kernel over the whole state), so call sites pass run-time values instead.
+kernel over the whole state), so call sites pass run-time values instead. A
+mechanism a run does not use is left out of its compiled kernels by type, chosen
+in Python: a run without interference passes a
+:data:`~hetgym.sim.mirror.PlainParamsK`, for which :func:`refresh_rates` and the
+interfered rate resolve to nothing and to the plain rate at compile time
+(:mod:`hetgym.sim.interference`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,12 @@
 """Numba kernels of the simulator: small, pure, array in / array out.
 
-Small helpers are ``inline="always"``: they take NamedTuples, and a call
-that is not inlined would copy them whole. No kernel draws random numbers,
+Small helpers are ``inline="always"`` (a call that is not inlined would copy a
+NamedTuple argument whole; a structref argument costs one pointer). Compile time
+after install is part of the cost: inline a helper into one or two callers, but
+compile a large one that several kernels (or one kernel at several sites) call
+once, as its own dispatcher (:func:`mask_nb` -> :func:`mask_fill_nb`), and never
+pass a call-site constant to a non-inlined callee (it is compiled again for the
+literal; see :mod:`hetgym.sim.events`). No kernel draws random numbers,
 reads a clock, does I/O or touches globals other than the named constants.
 Kernels take the typed
 NamedTuples of :mod:`hetgym.sim.state` (``nodes`` = :class:`NodeArrays`,
