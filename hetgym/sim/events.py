@@ -169,7 +169,7 @@ def checkpoint_loss_nb(job, P, S):
         js.remaining[job] = min(work, js.remaining[job] + lost)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def suspend_nb(job, P, S):
     """Suspend a running job to the head of the queue, its progress kept (the end of a
     grace period; a preemption with no grace period applies :func:`checkpoint_loss_nb`

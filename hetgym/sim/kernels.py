@@ -347,7 +347,7 @@ def rate_nb(w, wnodes, wgpus, tput_row, comm, nodes, opts):
     return rate
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def job_rate_nb(job, w, wnodes, wgpus, P):
     """Rate of ``job`` on a placement of ``w`` workers: :func:`rate_nb` with the job's own
     scaling exponent ``P.jobs.scale_exp[job]`` (``g * tput * g ** (e_j - 1)``, elastic
