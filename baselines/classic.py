@@ -21,10 +21,9 @@ from baselines.parts import (
     ShortestFirst,
     WaitingGroups,
 )
-from baselines.kernels import srpt_decide_nb
+from baselines.srpt_plan import SRPTPlan
 from hetgym.decisions import Decision, Placement, Preempt, Start
 from hetgym.sim.codes import JobStatus
-from hetgym.sim.dispatch import entry
 from hetgym.sim.view import View
 
 __all__ = ["PolicyScheduler", "FIFO", "SJF", "SRPT"]
@@ -196,34 +195,60 @@ class SRPT:
             self._front = 0  # tie of the next job put back at the head of the queue, minus 1
             self._away: set[int] = set()  # preempted by us, not back in the queue yet
             self._proposed: list[Start | _Preempted] = []
-            self._n_preempt = np.asarray(view.n_preempt)
-            # the kernel's arguments that do not change during a run (views of the
-            # simulator's arrays); remaining time = remaining / denom, as View.durations
-            w = np.asarray(view.workers).astype(np.float64)
-            eff = w ** (view.options.scaling_exponent - 1.0)
-            self._denom = np.ascontiguousarray(w[:, None] * np.asarray(view.tput) * eff[:, None])
-            self._valid = np.ascontiguousarray((np.asarray(view.tput) > 0) & np.asarray(view.holdable))
-            self._table = np.ascontiguousarray(self._table, dtype=np.int64)
-            self._status, self._remaining = view.status, view.remaining
-            self._grace, self._workers = view.grace, view.workers
-            self._cpus_need, self._mem = view.cpus_need, view.mem
-            self._wnode, self._wgpu = view.worker_node, view.worker_gpu
-            limit = view.max_preemptions
-            self._limit = -1 if limit is None else int(limit)
-            self._scr_f = np.zeros((2, len(view.node_device)))
-            self._entry = None  # compiled entry point of the kernel (typing its ~30 arguments
-            # on every call would cost more than the call)
+            self._plan = SRPTPlan(view, self._table)
 
     def decide(self, view: View) -> list[Decision]:
         """Preempt jobs outranked by shorter ones, start the shorter ones."""
         if len(view.queue) == 0:
             return []
+        groups = self._fast_groups(view)
+        if groups is None:
+            return self._decide_all(view)
+        plan = self._plan
+        n_st, n_pre = plan.decide(view, groups)
+        self._proposed = []
+        out: list[Decision] = []
+        for j in plan.pre[:n_pre].tolist():
+            out.append(Preempt(j))
+            self._away.add(j)
+            self._proposed.append(_Preempted(j, int(plan.n_preempt[j])))
+        workers = plan.workers
+        for i in range(n_st):
+            j = int(plan.job[i])
+            w = int(workers[j])
+            d = Start(j, int(plan.dev[i]), Placement(plan.nodes[i, :w].copy(), plan.gpus[i, :w].copy()))
+            out.append(d)
+            groups.remove(j)
+            self._proposed.append(d)
+        return out
+
+    def decide_and_apply(self, view: View) -> int:
+        """What :meth:`decide` returns, carried out at once (the runner's fast path, see
+        :func:`hetgym.simulate`): the same preemptions and starts in the same order,
+        applied by :meth:`~hetgym.sim.engine.Simulator.apply_plan` in one compiled call,
+        without building decision objects. Returns the number of decisions."""
+        groups = self._fast_groups(view) if view.simulator.n_queue else None
+        if groups is None:
+            out = self.decide(view)
+            if out:
+                view.simulator.apply(out)
+            return len(out)
+        plan = self._plan
+        n_st, n_pre = plan.decide(view, groups)
+        self._proposed = []
+        self._away.update(plan.pre[:n_pre].tolist())
+        for j in plan.job[:n_st].tolist():
+            groups.remove(j)
+        view.simulator.apply_plan(plan.pre, n_pre, plan.job, plan.dev, plan.nodes, plan.gpus, n_st)
+        return n_pre + n_st
+
+    def _fast_groups(self, view: View) -> WaitingGroups | None:
+        """The shape groups brought in step with the queue, or None (and the fast path off
+        from now on) when they may not stand for it."""
         groups = getattr(self, "_groups", None)
         if groups is not None and not self._sync(view, groups):
             self._groups = groups = None  # someone else decides too: rank everything from now on
-        if groups is None:
-            return self._decide_all(view)
-        return self._decide_groups(view, groups)
+        return groups
 
     def _decide_all(self, view: View) -> list[Decision]:
         """The rule of the class docstring, straightforwardly: rank every job."""
@@ -287,90 +312,33 @@ class SRPT:
         ``view.queue`` shows them in order. Ranking keys (remaining time on the
         fastest type) are fixed while a job waits.
         """
-        st, n = view.status, view.n_jobs
+        plan = self._plan
+        st, n = plan.status, plan.n_jobs
         for d in self._proposed:
             if (st[d.job] == _QUEUED) if isinstance(d, Start) else \
-                    (self._n_preempt[d.job] <= d.before):
+                    (plan.n_preempt[d.job] <= d.before):
                 return False
         k = self._next
         while k < n and st[k] != _FUTURE:
             k += 1
         new = np.arange(self._next, k, dtype=np.int64)
         self._next = k
-        q = view.queue
         back = [j for j in self._away if st[j] == _QUEUED]
-        self._away = {j for j in self._away if st[j] == _GRACE}
+        if self._away:
+            self._away = {j for j in self._away if st[j] == _GRACE}
         if back:
-            head = np.asarray(q[: len(back)])
+            head = np.asarray(view.queue[: len(back)])
             if set(head.tolist()) != set(back):
                 return False
-            keys = view.durations(head, remaining=True).min(axis=1)
+            keys = plan.keys(head)
             for i in range(len(head) - 1, -1, -1):
                 self._front -= 1
                 groups.add(int(head[i]), keys[i], self._front)
         if len(new):
-            keys = view.durations(new, remaining=True).min(axis=1)
+            keys = plan.keys(new)
             for j, kk in zip(new.tolist(), keys.tolist()):
                 groups.add(j, kk, j)
-        return len(groups) == len(q)
-
-    def _decide_groups(self, view: View, groups: WaitingGroups) -> list[Decision]:
-        """Same decisions as :meth:`_decide_all` without ranking every waiting job: one
-        Numba call (:func:`baselines.kernels.srpt_decide_nb`) that walks the running
-        jobs and the heads of the shape groups (:class:`WaitingGroups`) merged in rank
-        order, taking further jobs of a group only while its jobs start."""
-        self._proposed = []
-        sim = view.simulator
-        live = np.flatnonzero(groups.count > 0).tolist()
-        lists = groups.lists
-        plen = 8
-        while True:
-            parts = [groups.prefix(g, plen) for g in live]  # cached while a group is unchanged
-            arr = np.concatenate(parts) if parts else np.empty((0, 3))
-            n = len(arr)
-            if n == 0:
-                return []
-            lens = [len(a) for a in parts]
-            hoff = np.zeros(len(live) + 1, dtype=np.int64)
-            np.cumsum(lens, out=hoff[1:])
-            hfull = np.asarray([len(lists[g]) <= plen for g in live])
-            plan, now = view.capacity(), view.capacity()
-            running = np.array(view.running)
-            out_pre = np.empty(len(running), dtype=np.int64)
-            out_job = np.empty(n, dtype=np.int64)
-            out_dev = np.empty(n, dtype=np.int64)
-            wmax = self._wnode.shape[1]
-            out_nodes = np.empty((n, wmax), dtype=np.int64)
-            out_gpus = np.empty((n, wmax), dtype=np.int64)
-            out_n = np.zeros(1, dtype=np.int64)
-            args = (
-                running, self._status, _GRACE, self._n_preempt, self._limit, self._remaining,
-                self._denom, self._valid, self._grace, np.ascontiguousarray(arr[:, 0]),
-                arr[:, 1].astype(np.int64), arr[:, 2].astype(np.int64), hoff, hfull, self._table,
-                self._workers, self._cpus_need, self._mem, self._wnode, self._wgpu,
-                int(plan.policy), sim.nodes, plan.ns, now.ns, sim.state.run.scr_i, self._scr_f,
-                out_pre, out_job, out_dev, out_nodes, out_gpus, out_n)
-            if self._entry is None:  # the arguments' types do not change during a run
-                self._entry = entry(srpt_decide_nb, *args)
-            k = self._entry(*args)
-            if k >= 0:
-                break
-            plen *= 4  # a group's prefix ran out while its jobs kept starting
-        out: list[Decision] = []
-        for j in out_pre[: int(out_n[0])].tolist():
-            out.append(Preempt(j))
-            self._away.add(j)
-            self._proposed.append(_Preempted(j, int(self._n_preempt[j])))
-        workers = self._workers
-        for i in range(k):
-            j = int(out_job[i])
-            w = int(workers[j])
-            d = Start(j, int(out_dev[i]), Placement(out_nodes[i, :w].copy(), out_gpus[i, :w].copy()))
-            out.append(d)
-            groups.remove(j)
-            self._proposed.append(d)
-        return out
-
+        return len(groups) == view.simulator.n_queue
 
 @dataclass(frozen=True)
 class _Preempted:

@@ -1,6 +1,7 @@
 """Numba kernels of the baselines (the inner loops of their decisions).
 
-* :func:`srpt_decide_nb`: one decision of :class:`baselines.classic.SRPT`.
+* :func:`srpt_decide_nb`: one decision of :class:`baselines.classic.SRPT`
+  (:func:`best_time_nb`: its ranking key, remaining time on the fastest type).
 * :func:`jsq_omega_nb`: JSQ+'s projected machine free times
   (:class:`baselines.allox_naive.JSQPlus`).
 * :func:`pairs_admit_nb`: SJF+'s walk over (job, device type) pairs
@@ -33,7 +34,8 @@ from numba import njit
 
 from hetgym.sim.kernels import alloc_nb, may_fit_arrays_nb, node_slots_nb, place_nb
 
-__all__ = ["NEED_MORE", "any_start_nb", "jsq_omega_nb", "pairs_admit_nb", "share_fill_nb", "srpt_decide_nb"]
+__all__ = ["NEED_MORE", "any_start_nb", "best_time_nb", "jsq_omega_nb", "pairs_admit_nb",
+           "share_fill_nb", "srpt_decide_nb"]
 
 #: Return value (minus the group's position) when a group's prefix ran out: call again
 #: with longer prefixes.
@@ -102,22 +104,46 @@ def _place_first_nb(j, table, workers, cpus_need, mem, policy, nodes, cap, scr_i
 
 
 @njit(cache=True)
+def best_time_nb(jobs, remaining, den, valid, out):
+    """``out[i]``: the least ``remaining[j] / den[j, c]`` over the ``valid`` types of job
+    ``j = jobs[i]`` (inf if none): ``View.durations(jobs, remaining=True).min(axis=1)``
+    with the divisors computed once (the same floating-point operations)."""
+    for i in range(jobs.shape[0]):
+        j = jobs[i]
+        best = np.inf
+        for c in range(den.shape[1]):
+            if valid[j, c]:
+                best = min(best, remaining[j] / den[j, c])
+        out[i] = best
+
+
+@njit(cache=True)
 def srpt_decide_nb(running, status, grace_code, n_preempt, limit, remaining, denom, valid,
-                   grace, hk, ht, hj, hoff, hfull, table, workers, cpus_need, mem,
-                   worker_node, worker_gpu, policy, nodes, plan, now, scr_i, scr_f,
+                   grace, heads, hoff, hfull, table, workers, cpus_need, mem,
+                   worker_node, worker_gpu, policy, nodes, free, plan, now, scr_i, scr_f,
                    out_pre, out_job, out_dev, out_nodes, out_gpus, out_n):
     """One SRPT decision (module docstring).
 
     Args (beyond the simulator's arrays): ``denom[j, c]`` is ``W * tput * W ** (e - 1)``
-    (remaining time = ``remaining / denom`` where ``valid``); ``hk``, ``ht``, ``hj``: keys,
-    ties and jobs of the groups' prefixes, group ``g`` at ``hoff[g]:hoff[g + 1]``,
-    ``hfull[g]`` when that prefix is the whole group; ``plan`` and ``now``: two scratch
-    copies of the free capacity (both modified); ``limit`` -1 for no preemption limit.
+    (remaining time = ``remaining / denom`` where ``valid``); ``heads[p]``: key, tie and
+    job (as floats) of the groups' prefixes, group ``g`` at ``hoff[g]:hoff[g + 1]``,
+    ``hfull[g]`` when that prefix is the whole group; ``free``: the simulator's free
+    capacity (a ``NodeState``, read only); ``plan`` and ``now``: two scratch ``NodeState``
+    of the same shapes, overwritten with copies of ``free`` here; ``limit`` -1 for no
+    preemption limit.
 
     Returns the number of starts written to ``out_job``, ``out_dev``, ``out_nodes[k, :W]``,
     ``out_gpus[k, :W]`` (``out_n[0]``: the number of preemptions, in ``out_pre``), or
     ``NEED_MORE - g`` when group ``g``'s prefix is too short (nothing is written then).
     """
+    for cap in (plan, now):  # the scratch copies of free capacity
+        cap.free_gpus[:] = free.free_gpus
+        cap.free_cpus[:] = free.free_cpus
+        cap.free_mem[:] = free.free_mem
+        cap.gpu_owner[:, :] = free.gpu_owner
+        cap.free_dev[:] = free.free_dev
+    hk = heads[:, 0]
+    ht = heads[:, 1]
     nr = running.shape[0]
     movable = np.empty(nr, dtype=np.int64)
     m = 0
@@ -129,13 +155,7 @@ def srpt_decide_nb(running, status, grace_code, n_preempt, limit, remaining, den
         m += 1
     movable = movable[:m]
     rem = np.empty(m)
-    for a in range(m):
-        j = movable[a]
-        best = np.inf
-        for c in range(denom.shape[1]):
-            if valid[j, c]:
-                best = min(best, remaining[j] / denom[j, c])
-        rem[a] = best
+    best_time_nb(movable, remaining, denom, valid, rem)
     order = np.argsort(rem, kind="mergesort")
     node_dev, dev_is_cpu = nodes.dev, nodes.dev_is_cpu
     pc = (plan.free_gpus, plan.free_cpus, plan.free_mem, plan.free_dev, plan.gpu_owner)
@@ -147,7 +167,7 @@ def srpt_decide_nb(running, status, grace_code, n_preempt, limit, remaining, den
     cur = hoff[:n_groups].copy()
     alive = np.ones(n_groups, dtype=np.bool_)
     keep = np.zeros(m, dtype=np.bool_)  # by position in ``movable``
-    starts = np.empty(hj.shape[0], dtype=np.int64)
+    starts = np.empty(heads.shape[0], dtype=np.int64)
     n_st = 0
     wmax = worker_node.shape[1]
     tmp_n = np.empty(wmax, dtype=np.int64)
@@ -199,7 +219,7 @@ def srpt_decide_nb(running, status, grace_code, n_preempt, limit, remaining, den
             i += 1
         if best < 0:
             break
-        j = hj[cur[best]]
+        j = np.int64(heads[cur[best], 2])
         if _place_first_nb(j, table, workers, cpus_need, mem, policy, nodes, plan, scr_i, tmp_n,
                            tmp_g) >= 0:
             starts[n_st] = j
