@@ -75,18 +75,20 @@ class PolicyScheduler:
 
     def decide(self, view: View) -> list[Decision]:
         """Start what the admission rule admits."""
-        q = view.queue
-        if len(q) == 0:
-            return []
         groups = getattr(self, "_groups", None)
+        n_q = len(view.queue) if groups is None else view.simulator.n_queue
+        if n_q == 0:
+            return []
         if groups is None or not self._sync(view, groups):
             self._groups = None  # someone else decides too: rank the whole queue from now on
+            q = view.queue
             return list(self.admission.admit(view, self.ordering.order(view, q), self.devices))
         blocking = self.admission.blocking
         if not blocking and self._nothing_new_fits(view, groups):
             return []
         cap = view.capacity()
-        if len(q) <= _SHORT:  # ordering a short queue costs less than bounding the groups
+        if n_q <= _SHORT:  # ordering a short queue costs less than bounding the groups
+            q = view.queue
             starts = self.admission.admit(view, self.ordering.order(view, q), self.devices, cap)
         else:
             bound = groups.bounds(cap.free_gpus, cap.free_cpus, cap.free_mem)
@@ -104,15 +106,15 @@ class PolicyScheduler:
         """Whether free capacity is what the last decision point left and only jobs of
         shapes that did not fit then are waiting (so nothing can start)."""
         full = self._full
-        if full is None or not (np.array_equal(full[0], view.free_gpus)
-                                and np.array_equal(full[1], view.free_cpus)
-                                and np.array_equal(full[2], view.free_mem)):
+        if full is None or not ((full[0] == view.free_gpus).all()  # same shapes: array_equal
+                                and (full[1] == view.free_cpus).all()
+                                and (full[2] == view.free_mem).all()):
             return False
         new = np.flatnonzero((groups.count > 0) & ~full[3])
         if len(new) == 0:
             return True
-        tot = groups.free_totals(view.free_gpus, view.free_cpus, view.free_mem)
-        return not (groups.bound_rows(new, tot[0], tot[1], tot[2]) >= 1).any()
+        bound = groups.bound_rows(new, view.free_gpus, view.free_cpus, view.free_mem, False)
+        return not (bound >= 1).any()
 
     def _sync(self, view: View, groups: WaitingGroups) -> bool:
         """Add the jobs that arrived since the last decision point. False if the groups
@@ -127,7 +129,7 @@ class PolicyScheduler:
             groups.add(k, key[k], k)
             k += 1
         self._next = k
-        return len(groups) == len(view.queue)
+        return len(groups) == view.simulator.n_queue
 
 
 def device_choice(name: str) -> DeviceChoice:

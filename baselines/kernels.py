@@ -2,6 +2,8 @@
 
 * :func:`srpt_decide_nb`: one decision of :class:`baselines.classic.SRPT`
   (:func:`best_time_nb`: its ranking key, remaining time on the fastest type).
+* :func:`group_bounds_nb`: how many jobs of each shape group may fit
+  (:class:`baselines.parts.WaitingGroups`, SJF's and SRPT's fast paths).
 * :func:`jsq_omega_nb`: JSQ+'s projected machine free times
   (:class:`baselines.allox_naive.JSQPlus`).
 * :func:`pairs_admit_nb`: SJF+'s walk over (job, device type) pairs
@@ -34,7 +36,7 @@ from numba import njit
 
 from hetgym.sim.kernels import alloc_nb, may_fit_arrays_nb, node_slots_nb, place_nb
 
-__all__ = ["NEED_MORE", "any_start_nb", "best_time_nb", "jsq_omega_nb", "pairs_admit_nb",
+__all__ = ["NEED_MORE", "any_start_nb", "best_time_nb", "group_bounds_nb", "jsq_omega_nb", "pairs_admit_nb",
            "share_fill_nb", "srpt_decide_nb"]
 
 #: Return value (minus the group's position) when a group's prefix ran out: call again
@@ -251,6 +253,49 @@ def srpt_decide_nb(running, status, grace_code, n_preempt, limit, remaining, den
             out_gpus[k_out, : workers[j]] = tmp_g[: workers[j]]
             k_out += 1
     return k_out
+
+
+@njit(cache=True)
+def group_bounds_nb(groups, dcol, valid, has_c, has_m, inv_c, inv_m, wf, cpu_col, tol, node_dev,
+                    n_dev, free_gpus, free_cpus, free_mem, with_max, out):
+    """``out[i]``: an upper bound on how many jobs of shape group ``groups[i]`` fit on the free
+    capacity (:meth:`baselines.parts.WaitingGroups.bounds`): per candidate type ``d`` of the
+    group (column ``k``: ``dcol[g, k]``, ``valid[g, k]``), the workers that the type's free
+    GPUs (unless ``cpu_col``), cores and memory hold in total, plus ``tol[g, k]``, floored,
+    divided by the gang (``wf[g]``) and floored, summed over the candidates (``n_dev``
+    device types; node ``n`` is of type ``node_dev[n]``). With
+    ``with_max``, a type whose best node has not the cores or memory of one worker counts 0."""
+    tg = np.zeros(n_dev)
+    tc = np.zeros(n_dev)
+    tm = np.zeros(n_dev)
+    mc = np.full(n_dev, -np.inf)
+    mm = np.full(n_dev, -np.inf)
+    for n in range(node_dev.shape[0]):
+        d = node_dev[n]
+        tg[d] += free_gpus[n]
+        tc[d] += free_cpus[n]
+        tm[d] += free_mem[n]
+        mc[d] = max(mc[d], free_cpus[n])
+        mm[d] = max(mm[d], free_mem[n])
+    for i in range(groups.shape[0]):
+        g = groups[i]
+        s = 0.0
+        for k in range(dcol.shape[1]):
+            if not valid[g, k]:
+                continue
+            d = dcol[g, k]
+            slots = np.inf
+            if has_c[g, k]:
+                slots = min(slots, tc[d] * inv_c[g, k])
+            if has_m[g, k]:
+                slots = min(slots, tm[d] * inv_m[g, k])
+            if not cpu_col[g, k]:
+                slots = min(slots, tg[d])
+            if with_max and not ((not has_c[g, k] or mc[d] * inv_c[g, k] + 1e-6 >= 1.0)
+                                 and (not has_m[g, k] or mm[d] * inv_m[g, k] + 1e-6 >= 1.0)):
+                slots = 0.0
+            s += np.floor(np.floor(slots + tol[g, k]) / wf[g])
+        out[i] = s
 
 
 @njit(cache=True)

@@ -232,6 +232,33 @@ def test_group_bounds_never_below_what_fits(seed, k) -> None:
                                             for d in preference(view)[j] if d >= 0):
             fits += 1
         assert fits <= bound[g], (g, fits, bound[g])
+    live = np.flatnonzero(groups.count > 0)
+    loose = groups.bound_rows(live, cap.free_gpus, cap.free_cpus, cap.free_mem, False)
+    assert (loose >= bound[live]).all()  # from the totals alone: never tighter
+    for best_node in (True, False):
+        want = _bounds_numpy(groups, live, cap.free_gpus, cap.free_cpus, cap.free_mem, best_node)
+        got = groups.bound_rows(live, cap.free_gpus, cap.free_cpus, cap.free_mem, best_node)
+        np.testing.assert_array_equal(got, want)
+
+
+def _bounds_numpy(groups: WaitingGroups, g: np.ndarray, free_gpus, free_cpus, free_mem,
+                  best_node: bool) -> np.ndarray:
+    """The rule of ``group_bounds_nb`` in numpy, written out from its docstring (how the
+    bounds were computed before the kernel)."""
+    on = groups._on
+    fg, fc, fm = (np.asarray(x, dtype=np.float64) for x in (free_gpus, free_cpus, free_mem))
+    d = groups._d[g]
+    tot_g, tot_c, tot_m = (on @ fg)[d], (on @ fc)[d], (on @ fm)[d]
+    inv_c, inv_m, has_c, has_m = groups._inv_c[g], groups._inv_m[g], groups._has_c[g], groups._has_m[g]
+    slots = np.minimum(np.where(has_c, tot_c * inv_c, np.inf), np.where(has_m, tot_m * inv_m, np.inf))
+    slots = np.where(groups._cpu_col[g], slots, np.minimum(slots, tot_g))
+    if best_node:
+        max_c = np.where(on, fc, -np.inf).max(axis=1)[d]
+        max_m = np.where(on, fm, -np.inf).max(axis=1)[d]
+        room = (~has_c | (max_c * inv_c + 1e-6 >= 1.0)) & (~has_m | (max_m * inv_m + 1e-6 >= 1.0))
+        slots = np.where(room, slots, 0.0)
+    jobs = np.where(groups._valid[g], np.floor(np.floor(slots + groups._tol[g]) / groups._wf[g]), 0.0)
+    return jobs.sum(axis=1)
 
 
 @pytest.mark.parametrize("name", ["sjf", "srpt", "bf"])
