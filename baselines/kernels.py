@@ -123,7 +123,7 @@ def best_time_nb(jobs, remaining, den, valid, out):
 def srpt_decide_nb(running, status, grace_code, n_preempt, limit, remaining, denom, valid,
                    grace, heads, hoff, hfull, table, workers, cpus_need, mem,
                    worker_node, worker_gpu, policy, nodes, free, plan, now, scr_i, scr_f,
-                   out_pre, out_job, out_dev, out_nodes, out_gpus, out_n):
+                   exact_sums, out_pre, out_job, out_dev, out_nodes, out_gpus, out_n):
     """One SRPT decision (module docstring).
 
     Args (beyond the simulator's arrays): ``denom[j, c]`` is ``W * tput * W ** (e - 1)``
@@ -132,7 +132,9 @@ def srpt_decide_nb(running, status, grace_code, n_preempt, limit, remaining, den
     ``hfull[g]`` when that prefix is the whole group; ``free``: the simulator's free
     capacity (a ``NodeState``, read only); ``plan`` and ``now``: two scratch ``NodeState``
     of the same shapes, overwritten with copies of ``free`` here; ``limit`` -1 for no
-    preemption limit.
+    preemption limit; ``exact_sums``: every amount of cores and memory (jobs' and nodes')
+    is an integer, so that sums of them do not depend on their order (then the running
+    jobs that rank before every waiting job are not walked: same result, less work).
 
     Returns the number of starts written to ``out_job``, ``out_dev``, ``out_nodes[k, :W]``,
     ``out_gpus[k, :W]`` (``out_n[0]``: the number of preemptions, in ``out_pre``), or
@@ -158,17 +160,36 @@ def srpt_decide_nb(running, status, grace_code, n_preempt, limit, remaining, den
     movable = movable[:m]
     rem = np.empty(m)
     best_time_nb(movable, remaining, denom, valid, rem)
-    order = np.argsort(rem, kind="mergesort")
+    n_groups = hoff.shape[0] - 1
+    keep = np.zeros(m, dtype=np.bool_)  # by position in ``movable``
+    # With exact sums, the running jobs that rank before every waiting job (remaining time
+    # <= the least key) are left out of the walk: nothing can have taken their places
+    # before them, so each would keep its place, and giving back and taking again the
+    # same integral amounts leaves the scratch capacity as it was.
+    first = -np.inf  # nothing left out
+    if exact_sums:
+        first = np.inf
+        for g in range(n_groups):
+            if hoff[g] < hoff[g + 1]:
+                first = min(first, hk[hoff[g]])
+    walk = np.empty(m, dtype=np.int64)  # positions walked, in ``movable`` order
+    mt = 0
+    for a in range(m):
+        if rem[a] <= first:
+            keep[a] = True
+        else:
+            walk[mt] = a
+            mt += 1
+    walk = walk[:mt]
+    order = walk[np.argsort(rem[walk], kind="mergesort")]  # stable: ties in start order
     node_dev, dev_is_cpu = nodes.dev, nodes.dev_is_cpu
     pc = (plan.free_gpus, plan.free_cpus, plan.free_mem, plan.free_dev, plan.gpu_owner)
     free_cpus, free_mem, gpu_owner = plan.free_cpus, plan.free_mem, plan.gpu_owner
-    for a in range(m):  # every movable job gives back what it holds
-        _alloc_running_nb(movable[a], -1, workers, worker_node, worker_gpu, cpus_need, mem, node_dev,
-                          dev_is_cpu, pc)
-    n_groups = hoff.shape[0] - 1
+    for i in range(mt):  # every movable job walked gives back what it holds
+        _alloc_running_nb(movable[walk[i]], -1, workers, worker_node, worker_gpu, cpus_need, mem,
+                          node_dev, dev_is_cpu, pc)
     cur = hoff[:n_groups].copy()
     alive = np.ones(n_groups, dtype=np.bool_)
-    keep = np.zeros(m, dtype=np.bool_)  # by position in ``movable``
     starts = np.empty(heads.shape[0], dtype=np.int64)
     n_st = 0
     wmax = worker_node.shape[1]
@@ -192,7 +213,7 @@ def srpt_decide_nb(running, status, grace_code, n_preempt, limit, remaining, den
                 if hk[p] < hk[b] or (hk[p] == hk[b] and ht[p] < ht[b]):
                     best = g
         key = hk[cur[best]] if best >= 0 else np.inf
-        while i < m and rem[order[i]] <= key:  # running jobs that rank first keep their place
+        while i < mt and rem[order[i]] <= key:  # running jobs that rank first keep their place
             a = order[i]  # if it is free (written out here: as a helper call it costs 10x)
             j = movable[a]
             w = workers[j]

@@ -13,17 +13,34 @@ leaves the plan in :attr:`pre` (jobs to preempt, in order) and :attr:`job`,
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from baselines.kernels import best_time_nb, srpt_decide_nb
 from baselines.parts import WaitingGroups
 from hetgym.sim.codes import JobStatus
 from hetgym.sim.dispatch import entry
+from hetgym.sim.mirror import NodeStateK
 from hetgym.sim.state import NodeState
 from hetgym.sim.view import View
 
 __all__ = ["SRPTPlan"]
 
 _GRACE = int(JobStatus.GRACE)
+
+
+@njit(cache=True)
+def node_state_k(ns):
+    """A :class:`~hetgym.sim.mirror.NodeStateK` over the arrays of a ``NodeState``."""
+    return NodeStateK(*ns)
+
+
+def exact_sums(sim) -> bool:
+    """Whether every amount of cores and memory of the run (jobs' needs per worker and device
+    type, nodes' capacities) is an integer below 2**40, so that the free capacity, summed
+    and subtracted in any order, comes out the same to the last bit."""
+    amounts = (sim.jobs.cpus_need, sim.jobs.mem, sim.nodes.cpus, sim.nodes.mem)
+    return all(bool(np.all(np.isfinite(a)) and np.all(a == np.round(a)) and np.all(np.abs(a) < 2.0**40))
+               for a in (np.asarray(x, dtype=np.float64) for x in amounts))
 
 
 class SRPTPlan:
@@ -56,9 +73,12 @@ class SRPTPlan:
         limit = view.max_preemptions
         self.limit = -1 if limit is None else int(limit)
         self.policy = int(sim.policy)
+        self.exact_sums = exact_sums(sim)
         self.scr_f = np.zeros((2, len(view.node_device)))
-        self.plan_ns = NodeState(*[np.array(a) for a in sim.ns])  # scratch capacity, filled
-        self.now_ns = NodeState(*[np.array(a) for a in sim.ns])  # by the kernel on each call
+        # scratch capacity, filled by the kernel on each call; structrefs like the simulator's
+        # own (hetgym.sim.mirror): a call that passes one increfs one object, not its arrays
+        self.plan_ns = node_state_k(NodeState(*[np.array(a) for a in sim.ns]))
+        self.now_ns = node_state_k(NodeState(*[np.array(a) for a in sim.ns]))
         self.out_n = np.zeros(1, dtype=np.int64)
         self.pre = np.empty(0, dtype=np.int64)
         self._starts(16)
@@ -93,6 +113,7 @@ class SRPTPlan:
         group only while its jobs start; the free capacity is copied into the scratch
         inside it."""
         sim = self.sim
+        kernel = sim.kernel_state
         live = np.flatnonzero(groups.count > 0).tolist()
         if not live:
             return 0, 0
@@ -114,8 +135,8 @@ class SRPTPlan:
                 running, self.status, _GRACE, self.n_preempt, self.limit, self.remaining,
                 self.denom, self.valid, sim.jobs.grace, heads, hoff, hfull, self.table,
                 self.workers, sim.jobs.cpus_need, sim.jobs.mem, sim.js.worker_node,
-                sim.js.worker_gpu, self.policy, sim.nodes, sim.ns, self.plan_ns, self.now_ns,
-                sim.state.run.scr_i, self.scr_f, self.pre, self.job, self.dev, self.nodes,
+                sim.js.worker_gpu, self.policy, kernel.nodes, kernel.ns, self.plan_ns, self.now_ns,
+                sim.state.run.scr_i, self.scr_f, self.exact_sums, self.pre, self.job, self.dev, self.nodes,
                 self.gpus, self.out_n)
             if self._entry is None:  # the arguments' types do not change during a run
                 self._entry = entry(srpt_decide_nb, *args)

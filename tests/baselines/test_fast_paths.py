@@ -20,6 +20,7 @@ import baselines
 import hetgym
 from baselines.classic import SRPT
 from baselines.parts import FastestOnly, WaitingGroups, preference
+from baselines.srpt_plan import exact_sums
 from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
 from hetgym.decisions import Preempt, Start
 from hetgym.sim.engine import Simulator
@@ -28,8 +29,10 @@ EXAMPLES = settings(max_examples=25, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
-def workload(seed: int, n: int, span: float, grace: bool, cpu_nodes: bool) -> Scenario:
-    """``n`` jobs on a few nodes of three GPU types (and CPU nodes), dyadic values."""
+def workload(seed: int, n: int, span: float, grace: bool, cpu_nodes: bool,
+             halves: bool = False) -> Scenario:
+    """``n`` jobs on a few nodes of three GPU types (and CPU nodes), dyadic values
+    (``halves``: cores and memory per worker not all integers)."""
     rng = np.random.default_rng(seed)
     nodes = [NodeSpec(name="k", count=2, gpu_type="K80", gpus=8, cpus=32, mem_gb=64),
              NodeSpec(name="p", count=1, gpu_type="P100", gpus=4, cpus=8, mem_gb=32),
@@ -48,6 +51,9 @@ def workload(seed: int, n: int, span: float, grace: bool, cpu_nodes: bool) -> Sc
         "mem_gb": rng.choice([0.0, 2.0, 4.0, 6.0, 8.0], n),
         "grace_period": rng.choice([0.0, 0.0, 8.0], n) if grace else 0.0,
     })
+    if halves:
+        df["cpus"] = np.where(df["cpus"] > 0, df["cpus"] - 0.5, 0.0)
+        df["mem_gb"] = df["mem_gb"] + rng.choice([0.0, 0.25, 1.5], n)
     for d in cluster.device_types:
         df[f"tput_{d}"] = rng.choice([0.0, 0.5, 1.0, 1.0, 2.0, 4.0], n)
     df["tput_k80"] = np.maximum(df["tput_k80"], 0.5)  # every job fits a K80 node
@@ -183,6 +189,17 @@ def test_srpt_matches_plain_ranking(seed, n, span, cpu_nodes, fastest_only) -> N
     sc = workload(seed, n, span, grace=True, cpu_nodes=cpu_nodes)
     fast = SRPT(devices=FastestOnly()) if fastest_only else baselines.make("srpt")
     assert_same_schedule(sc, fast, PlainSRPT(fastest_only))
+
+
+@EXAMPLES
+@given(seed=st.integers(0, 2**20), n=st.integers(40, 120), span=st.sampled_from([0.0, 100.0, 400.0]),
+       cpu_nodes=st.booleans(), halves=st.booleans())
+def test_srpt_matches_plain_ranking_with_and_without_exact_sums(seed, n, span, cpu_nodes,
+                                                                halves) -> None:
+    """The kernel's shortcut for integral amounts (``exact_sums``) and its full walk."""
+    sc = workload(seed, n, span, grace=True, cpu_nodes=cpu_nodes, halves=halves)
+    assert exact_sums(Simulator(sc)) == (not halves)
+    assert_same_schedule(sc, baselines.make("srpt"), PlainSRPT(False))
 
 
 def test_fast_paths_are_taken() -> None:
