@@ -320,27 +320,28 @@ class SRPT:
             if (st[d.job] == _QUEUED) if isinstance(d, Start) else \
                     (plan.n_preempt[d.job] <= d.before):
                 return False
-        k = self._next
+        lo = k = self._next
         while k < n and st[k] != _FUTURE:
             k += 1
-        new = np.arange(self._next, k, dtype=np.int64)
         self._next = k
         back = [j for j in self._away if st[j] == _QUEUED]
         if self._away:
             self._away = {j for j in self._away if st[j] == _GRACE}
         if back:
             head = np.asarray(view.queue[: len(back)])
-            if set(head.tolist()) != set(back):
+            jobs = head.tolist()
+            if set(jobs) != set(back):
                 return False
-            keys = plan.keys(head)
-            for i in range(len(head) - 1, -1, -1):
+            keys = plan.keys(head).tolist()
+            for i in range(len(jobs) - 1, -1, -1):
                 self._front -= 1
-                groups.add(int(head[i]), keys[i], self._front)
-        if len(new):
-            keys = plan.keys(new)
-            for j, kk in zip(new.tolist(), keys.tolist()):
+                groups.add(jobs[i], keys[i], self._front)
+        if k > lo:
+            new = np.arange(lo, k, dtype=np.int64)
+            for j, kk in zip(new.tolist(), plan.keys(new).tolist()):
                 groups.add(j, kk, j)
         return len(groups) == view.simulator.n_queue
+
 
 @dataclass(frozen=True)
 class _Preempted:
