@@ -328,7 +328,7 @@ class SRPT:
         if self._away:
             self._away = {j for j in self._away if st[j] == _GRACE}
         if back:
-            head = np.asarray(view.queue[: len(back)])
+            head = plan.queue_head(len(back))
             jobs = head.tolist()
             if set(jobs) != set(back):
                 return False

@@ -239,23 +239,34 @@ class WaitingGroups:
         """A job starts waiting; it sorts by ``(key, tie)`` within its group."""
         e = (float(key), int(tie), int(job))
         g = int(self.gid[job])
-        bisect.insort(self.lists[g], e)
+        lst = self.lists[g]
+        i = bisect.bisect_right(lst, e)
+        lst.insert(i, e)
         self.count[g] += 1
         self.entry[int(job)] = e
-        self._prefix.pop(g, None)
+        self._changed(g, i)
 
     def remove(self, job: int) -> None:
         """A job stops waiting (started)."""
         e = self.entry.pop(int(job))
         g = int(self.gid[job])
         lst = self.lists[g]
-        del lst[bisect.bisect_left(lst, e)]
+        i = bisect.bisect_left(lst, e)
+        del lst[i]
         self.count[g] -= 1
-        self._prefix.pop(g, None)
+        self._changed(g, i)
+
+    def _changed(self, g: int, i: int) -> None:
+        """Entry ``i`` of group ``g`` was inserted or deleted: forget the group's cached
+        prefix if that entry lies inside it (a change further down leaves it as it was)."""
+        hit = self._prefix.get(g)
+        if hit is not None and i < hit[0]:
+            del self._prefix[g]
 
     def prefix(self, g: int, k: int) -> np.ndarray:
         """float64[min(k, len), 3]: the first ``k`` entries ``(key, tie, job)`` of group ``g``
-        (kept until the group changes: most groups do not change between decisions)."""
+        (kept until an entry among the first ``k`` changes: most groups' heads do not
+        change between decisions)."""
         hit = self._prefix.get(g)
         if hit is None or hit[0] != k:
             lst = self.lists[g]

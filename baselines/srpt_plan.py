@@ -20,7 +20,7 @@ from baselines.parts import WaitingGroups
 from hetgym.sim.codes import JobStatus
 from hetgym.sim.dispatch import entry
 from hetgym.sim.mirror import NodeStateK
-from hetgym.sim.state import NodeState
+from hetgym.sim.state import CTR_QHEAD, CTR_QTAIL, NodeState
 from hetgym.sim.view import View
 
 __all__ = ["SRPTPlan"]
@@ -93,6 +93,18 @@ class SRPTPlan:
         self.dev = np.empty(n, dtype=np.int64)
         self.nodes = np.empty((n, wmax), dtype=np.int64)
         self.gpus = np.empty((n, wmax), dtype=np.int64)
+
+    def queue_head(self, k: int) -> np.ndarray:
+        """``view.queue[:k]`` without compacting the whole queue: the first ``k`` live
+        entries of the queue buffer, in order (starts leave tombstones anywhere in the
+        queue; squeezing them all out costs the length of the queue)."""
+        run = self.sim.state.run
+        h, t = int(run.ctr[CTR_QHEAD]), int(run.ctr[CTR_QTAIL])
+        seg = run.queue[h: min(t, h + 4 * k + 16)]
+        live = seg[seg >= 0]
+        if len(live) < k:  # many tombstones near the head: compact after all
+            return np.array(self.sim.queued()[:k])
+        return live[:k]
 
     def keys(self, jobs: np.ndarray) -> np.ndarray:
         """Ranking keys of waiting ``jobs``: remaining time on the fastest type (as
