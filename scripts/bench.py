@@ -92,30 +92,51 @@ def bench_env(n_steps: int, seed: int = 0) -> dict[str, float]:
     return {"steps": n_steps, "episodes": episodes, "wall_s": wall, "steps_per_s": n_steps / wall}
 
 
-def bench_batched(n_envs: int, seconds: float, parallel: bool, seed: int = 0) -> dict[str, float]:
-    """Random masked policy on ``n_envs`` batched envs of the default scenario (autoreset
-    included): aggregate env steps per second of wall time."""
-    from hetgym.envs.batched import HetClusterVecEnv
-
-    vec = HetClusterVecEnv(num_envs=n_envs, parallel=parallel)
-    rng = np.random.default_rng(seed)
-    vec.reset(seed=seed)
-
-    def act() -> np.ndarray:
-        m = vec.action_masks()
-        return (rng.random(m.shape) * m).argmax(axis=1)  # uniform over the feasible actions
-
-    for _ in range(max(20, 2000 // n_envs)):  # warm-up (compile, first episodes)
-        vec.step(act())
+def vec_rate(vec, seconds: float, act, warmup: int = 20) -> dict[str, float]:
+    """Aggregate steps per second of a vector env (``vec.num_envs`` envs) stepped with
+    ``act(vec) -> actions`` for ``seconds`` (after ``warmup`` steps and ``reset(seed=0)``);
+    autoreset included. The timing loop of this script and of bench_decision_vec.py."""
+    vec.reset(seed=0)
+    for _ in range(warmup):  # compile, first episodes
+        vec.step(act(vec))
+    n = vec.num_envs
     steps = 0
     t = _clock()
     while _clock() - t < seconds:
         for _ in range(10):
-            vec.step(act())
-        steps += 10 * n_envs
+            vec.step(act(vec))
+        steps += 10 * n
     wall = _clock() - t
-    return {"n_envs": n_envs, "parallel": parallel, "steps": steps, "wall_s": wall,
-            "steps_per_s": steps / wall}
+    return {"n_envs": n, "steps": steps, "wall_s": wall, "steps_per_s": steps / wall}
+
+
+def random_masked(seed: int = 0):
+    """``act`` for :func:`vec_rate`: uniform over each env's feasible actions (one numpy call
+    for all envs)."""
+    rng = np.random.default_rng(seed)
+
+    def act(vec) -> np.ndarray:
+        m = vec.action_masks()
+        return (rng.random(m.shape) * m).argmax(axis=1)
+
+    return act
+
+
+PARALLEL = {"serial": False, "threads": True, "auto": None}
+
+
+def bench_batched(n_envs: int, seconds: float, parallel: bool | None, seed: int = 0) -> dict[str, float]:
+    """Random masked policy on ``n_envs`` batched envs of the default scenario (autoreset
+    included): aggregate env steps per second. ``parallel``: the batch kernel (None:
+    chosen as it runs, see hetgym.envs.autopar)."""
+    from hetgym.envs.batched import HetClusterVecEnv
+
+    vec = HetClusterVecEnv(num_envs=n_envs, parallel=parallel)
+    r = vec_rate(vec, seconds, random_masked(seed), warmup=max(20, 2000 // n_envs))
+    r["parallel"] = parallel
+    if vec._chooser is not None:
+        r["chosen"] = "threads" if vec._chooser.best else "serial"
+    return r
 
 
 def bench_train(n_envs: int, timesteps: int, seed: int = 0, vec_env: str = "batched",
@@ -164,6 +185,8 @@ def main() -> None:
     p.add_argument("--batched", type=_ints, default=[1, 8, 64, 256],
                    help="numbers of batched envs to measure (empty string: none)")
     p.add_argument("--seconds", type=float, default=5.0, help="seconds per batched measurement")
+    p.add_argument("--modes", type=lambda t: [m for m in t.split(",") if m], default=["serial", "threads"],
+                   help="batch kernels to measure: serial, threads, auto (chosen as it runs)")
     p.add_argument("--train", type=_ints, default=[],
                    help="numbers of batched envs for MaskablePPO training steps/s (needs torch)")
     p.add_argument("--train-steps", type=int, default=20_000)
@@ -189,9 +212,10 @@ def main() -> None:
         print(f"HetCluster-v0 random masked policy: {r['steps']:,} steps, {r['episodes']} episodes, "
               f"{r['wall_s']:.2f} s -> {r['steps_per_s']:,.0f} steps/s")
     for n in a.batched:
-        for par in (False, True) if n >= 8 else (False,):
-            r = bench_batched(n, a.seconds, par)
-            print(f"batched HetCluster-v0, N={n:>4} ({'threads' if par else 'serial '}): "
+        for mode in a.modes if n >= 2 else ["serial"]:
+            r = bench_batched(n, a.seconds, PARALLEL[mode])
+            chosen = f" [{r['chosen']}]" if "chosen" in r else ""
+            print(f"batched HetCluster-v0, N={n:>4} ({mode:>7}{chosen}): "
                   f"{r['steps']:,} steps in {r['wall_s']:.2f} s -> {r['steps_per_s']:,.0f} steps/s")
     for n in a.train:
         r = bench_train(n, a.train_steps)

@@ -1,14 +1,19 @@
 """Serial or threaded batch kernel, whichever runs faster here and now.
 
-On idle cores the threaded batch step (``prange`` over the sub-envs) is 1.6-1.8x the
-serial one from 8 envs on, but when another process keeps a core busy, a ``prange``
-loop waits for its slowest thread and runs several times *slower* than the serial
-loop (BENCHMARKS.md). Both kernels compute every sub-env the same way, so the
-choice changes nothing but speed: :class:`KernelChooser` times the calls of the one
-in use (wall clock), tries the other one now and then, and keeps the faster.
+On idle cores the threaded batch step (``prange`` over the sub-envs) beats the
+serial one from a few envs on, but when another process keeps a core busy a
+``prange`` loop waits for its slowest thread, and Numba's worker threads then wait
+for the scheduler: a call can take 10-100x longer than the serial loop
+(BENCHMARKS.md). Both kernels compute every sub-env the same way, so the choice
+changes nothing but speed: :class:`KernelChooser` times the calls of the kernel in
+use (wall clock), tries the other one now and then, so that trials cost about
+``share`` of the time, and keeps the faster.
 """
 
 from __future__ import annotations
+
+from time import perf_counter
+from typing import Callable
 
 __all__ = ["KernelChooser"]
 
@@ -17,33 +22,50 @@ class KernelChooser:
     """Pick kernel 0 (serial) or 1 (threaded) from the wall time of their recent calls.
 
     Args:
-        probe_every: Calls between two trials of the kernel not in use.
-        probe_len: Calls of each trial (the first one is not counted, see :meth:`record`).
-        alpha: Weight of a new time in the running mean of its kernel.
+        share: Fraction of the time spent trying the kernel not in use: after a trial
+            that took ``t`` seconds, the next comes ``t / share`` seconds later.
+        probe_len: Calls of a trial (the first is not counted, see :meth:`record`).
+        alpha: Weight of a new time in the running mean of the kernel in use.
+        clock: Time source of the trial schedule (tests pass a fake one).
     """
 
-    def __init__(self, probe_every: int = 256, probe_len: int = 4, alpha: float = 0.1) -> None:
-        self.probe_every = int(probe_every)
+    def __init__(self, share: float = 0.02, probe_len: int = 3, alpha: float = 0.1,
+                 clock: Callable[[], float] = perf_counter) -> None:
+        self.share = float(share)
         self.probe_len = int(probe_len)
         self.alpha = float(alpha)
+        self.clock = clock
         self.mean: list[float | None] = [None, None]
         self.best = 1
-        self._calls = 0
         self._last = -1
+        self._used = 0  # calls of the kernel in use since the last trial
+        self._left = 0  # calls of the current trial still to make
+        self._trial = 0  # the kernel tried
+        self._t0: float | None = None  # start of the last trial
+        self._next = 0.0  # earliest start of the next trial
 
     def pick(self) -> int:
         """The kernel for the next call."""
-        self._calls += 1
+        if self._left:
+            self._left -= 1
+            return self._trial
         other = 1 - self.best
-        if self.mean[other] is None and self.mean[self.best] is not None:
-            return other  # the other one was never timed: try it once
-        if self._calls % self.probe_every < self.probe_len:
+        now = self.clock()
+        if self._t0 is not None:  # a trial just ended: the next one after t / share
+            self._next = now + (now - self._t0) / self.share
+            self._t0 = None
+        if self._used >= 2 and (self.mean[other] is None or now >= self._next):
+            self._left = self.probe_len - 1
+            self._trial = other
+            self._t0 = now
+            self._used = 0
             return other
+        self._used += 1
         return self.best
 
     def record(self, kernel: int, seconds: float) -> None:
-        """The wall time of a call of ``kernel`` (the one :meth:`pick` gave); the first call
-        after a switch is not counted (a thread pool may be starting, caches are cold)."""
+        """The wall time of a call of ``kernel`` (the one :meth:`pick` gave). The first call
+        after a switch is not counted (a thread pool may be waking up, caches are cold)."""
         switched = kernel != self._last
         self._last = kernel
         if switched:

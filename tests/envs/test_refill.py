@@ -171,18 +171,24 @@ def test_episode_metrics_mapping_and_pickle() -> None:
     assert not ledger.held(env.sim)  # nobody holds it: nothing to keep
 
 
-def test_kernel_chooser_keeps_the_faster_and_probes_the_other() -> None:
-    ch = KernelChooser(probe_every=50, probe_len=4)
-    cost = {0: 1.0, 1: 3.0}  # serial faster
-    used = []
-    for _ in range(400):
-        k = ch.pick()
-        used.append(k)
-        ch.record(k, cost[k])
+def test_kernel_chooser_keeps_the_faster_and_tries_the_other_rarely() -> None:
+    now = [0.0]
+    ch = KernelChooser(share=0.05, probe_len=3, clock=lambda: now[0])
+
+    def run(cost: dict, calls: int) -> list[int]:
+        used = []
+        for _ in range(calls):
+            k = ch.pick()
+            used.append(k)
+            now[0] += cost[k]
+            ch.record(k, cost[k])
+        return used
+
+    used = run({0: 1.0, 1: 30.0}, 2000)  # threads 30x slower (a busy core)
     assert ch.best == 0
-    assert used[-100:].count(0) > 80 and 1 in used[-100:]  # mostly serial, threads re-tried
-    cost = {0: 1.0, 1: 0.4}  # the other core frees up: threads win again
-    for _ in range(200):
-        k = ch.pick()
-        ch.record(k, cost[k])
+    spent = sum(30.0 for k in used[100:] if k == 1)
+    assert 0 < spent < 0.1 * sum(1.0 if k == 0 else 30.0 for k in used[100:])  # trials are rare
+    run({0: 1.0, 1: 0.5}, 2000)  # the other core frees up: threads win again
     assert ch.best == 1
+    used = run({0: 1.0, 1: 0.5}, 400)
+    assert used.count(1) > 350 and 0 in used
