@@ -17,7 +17,7 @@ import numpy as np
 import hetgym  # noqa: F401  (registers the env ids)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import vec_rate  # noqa: E402  (the shared timing loop)
+from bench import vec_rate
 
 CASES = [("HetClusterPlacement-v0", "topo-sim", {"window": 4}),
          ("HetClusterElastic-v0", "andreas-sim", {"window": 4, "run_window": 3}),

@@ -12,8 +12,8 @@ use (wall clock), tries the other one now and then, so that trials cost about
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from time import perf_counter
-from typing import Callable
 
 __all__ = ["KernelChooser"]
 
