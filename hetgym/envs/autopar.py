@@ -15,7 +15,30 @@ from __future__ import annotations
 from collections.abc import Callable
 from time import perf_counter
 
-__all__ = ["KernelChooser"]
+__all__ = ["KernelChooser", "prefer_workqueue"]
+
+
+def prefer_workqueue() -> str:
+    """Make Numba's own ``workqueue`` the threading layer of this process, unless the user
+    chose one (``NUMBA_THREADING_LAYER``) or a parallel kernel already ran; returns the
+    layer set or in use.
+
+    Numba picks OpenMP where it finds it; its worker threads spin and wait at a barrier
+    after every ``prange`` loop, which on a machine whose other core is busy made the
+    threaded batch step 10x slower than the serial one (and slowed torch, which runs
+    its own OpenMP, in the same process). With ``workqueue`` the threaded step kept
+    close to the serial one on such a machine (BENCHMARKS.md)."""
+    import os
+
+    import numba
+
+    try:
+        return numba.threading_layer()  # a parallel kernel ran: the layer is fixed
+    except ValueError:
+        pass
+    if "NUMBA_THREADING_LAYER" not in os.environ and numba.config.THREADING_LAYER == "default":
+        numba.config.THREADING_LAYER = "workqueue"
+    return numba.config.THREADING_LAYER
 
 
 class KernelChooser:

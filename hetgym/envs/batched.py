@@ -30,7 +30,7 @@ from gymnasium.vector.utils import batch_space
 from hetgym import scenarios as _scenarios
 from hetgym.decisions import SchedulingError
 from hetgym.envs.args import autoreset_arg, scenario_arg
-from hetgym.envs.autopar import KernelChooser
+from hetgym.envs.autopar import KernelChooser, prefer_workqueue
 from hetgym.envs.fused import (
     ACT_INVALID,
     ACT_NOOP,
@@ -113,6 +113,8 @@ class HetClusterVecEnv(VectorEnv):
         # None: time both kernels as they run and use the faster (hetgym.envs.autopar)
         self.parallel = (None if threads else False) if parallel is None else bool(parallel)
         self._chooser = KernelChooser() if self.parallel is None else None
+        if self.parallel is not False:
+            prefer_workqueue()
         self._kernels = (step_batch_nb, step_batch_par_nb)
         self._entries: tuple = ()
 
