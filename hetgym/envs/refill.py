@@ -20,7 +20,9 @@ call (:func:`refill_nb`) that copies bytes:
 * what depends on the window's job values: ``remaining`` (the jobs' work, as in
   ``new_state``), ``min_unit`` (as in ``build_params``), the env's
   ``1 / best duration`` (the whole workload's, cut: the rule is per job) and its
-  zeroed reward accumulators.
+  zeroed reward accumulators;
+* the simulator's own attributes as ``reset_window`` sets them, but its
+  :class:`~hetgym.sim.view.View` is built when first used (:class:`ViewOnDemand`).
 
 A window whose arrays would have other shapes, or another ``max_copies``, is not
 refilled (``Refiller.reset`` returns False; the caller resets the env the usual way).
@@ -38,7 +40,7 @@ from numba.typed import List
 
 from hetgym.sim.state import best_durations, build_jobs
 
-__all__ = ["Refiller", "leaves", "refill_nb"]
+__all__ = ["Refiller", "ViewOnDemand", "leaves", "refill_nb"]
 
 
 def leaves(tup: Any) -> list[np.ndarray]:
@@ -225,8 +227,41 @@ class Refiller:
         sim.decision_points = 0
         sim.stalled = False
         sim.last_done = np.empty(0, dtype=np.int64)
-        sim.view = sim.view.__class__(sim)
+        sim.view = ViewOnDemand(sim)
         return True
+
+
+class ViewOnDemand:
+    """``sim.view`` after a compiled reset: builds the simulator's
+    :class:`~hetgym.sim.view.View` when first used (the env's kernels never read it; a
+    View costs some 20 us, an eighth of an episode's Python work in the batched env),
+    puts it in its own place and hands every attribute to it."""
+
+    __slots__ = ("_cls", "_sim", "_view")
+
+    def __init__(self, sim: Any) -> None:
+        old = sim.view
+        self._cls = old._cls if isinstance(old, ViewOnDemand) else type(old)
+        self._sim = sim
+        self._view = None
+
+    def _real(self) -> Any:
+        v = self._view
+        if v is None:
+            sim = self._sim
+            v = self._view = self._cls(sim)
+            if sim.view is self:
+                sim.view = v
+        return v
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real(), name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in ViewOnDemand.__slots__:
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self._real(), name, value)
 
 
 def _constant(a: np.ndarray) -> bool:

@@ -40,6 +40,12 @@ def _assert_same_sim(a: Simulator, b: Simulator) -> None:
     np.testing.assert_array_equal(a.rows, b.rows)
     assert a.rng.bit_generator.state == b.rng.bit_generator.state
     assert len(a.last_done) == len(b.last_done) == 0
+    va, vb = a.view, b.view  # built on first use: the View of reset_window
+    assert va.rng is a.rng and va.now == vb.now
+    for name in ("arrival", "status", "free_gpus", "worker_node"):
+        np.testing.assert_array_equal(getattr(va, name), getattr(vb, name))
+    np.testing.assert_array_equal(va.job_type_id, vb.job_type_id)
+    assert type(a.view) is type(vb)  # put in its place
 
 
 @pytest.mark.parametrize("kwargs", [
