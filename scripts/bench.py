@@ -145,9 +145,10 @@ def bench_batched(n_envs: int, seconds: float, parallel: bool | None, seed: int 
 #: ``fast`` is conf/experiment/train_fast.yaml's.
 TRAIN_SETTINGS = {
     "default": {"rollout": 2048, "batch_size": 256, "n_epochs": 10, "threads": 1},
-    "threads2": {"rollout": 2048, "batch_size": 256, "n_epochs": 10, "threads": 2},
+    "default_t2": {"rollout": 2048, "batch_size": 256, "n_epochs": 10, "threads": 2},
     "batch1024": {"rollout": 4096, "batch_size": 1024, "n_epochs": 10, "threads": 1},
-    "fast": {"rollout": 4096, "batch_size": 1024, "n_epochs": 5, "threads": 2},
+    "fast": {"rollout": 4096, "batch_size": 1024, "n_epochs": 5, "threads": 1},
+    "fast_t2": {"rollout": 4096, "batch_size": 1024, "n_epochs": 5, "threads": 2},
 }
 
 
