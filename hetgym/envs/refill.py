@@ -32,6 +32,7 @@ the episodes are those of the single env.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import numpy as np
@@ -145,7 +146,8 @@ class Refiller:
         self.scenario = scenario
         self.source = _Source(scenario, size)
         self._templates: dict[int, tuple[list[np.ndarray], Any]] = {}
-        self._bound: dict[int, tuple[Any, tuple]] = {}  # id(sim) -> (state, kernel lists)
+        # sim -> (its state, the kernel's lists over it); entries go with their simulator
+        self._bound: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     # ----------------------------------------------------------------- internals
     def _template(self, sim: Any) -> list[np.ndarray]:
@@ -163,7 +165,7 @@ class Refiller:
     def _lists(self, sim: Any) -> tuple | None:
         """The kernel's lists for ``sim``'s current arrays (None if they cannot take the
         template: another layout, or a larger array holding more than one value)."""
-        hit = self._bound.get(id(sim))
+        hit = self._bound.get(sim)
         if hit is not None and hit[0] is sim.state:
             return hit[1]
         arrays, tmpl = self._template(sim)
@@ -182,9 +184,7 @@ class Refiller:
             return None
         item = np.array([t.itemsize for t in arrays], dtype=np.int64)
         lists = (dst, tmpl, _typed([_bytes(a) for a in have]), item)
-        if len(self._bound) > 4096:
-            self._bound.clear()
-        self._bound[id(sim)] = (sim.state, lists)
+        self._bound[sim] = (sim.state, lists)
         return lists
 
     def fits(self, sim: Any, start: int) -> bool:
