@@ -27,7 +27,9 @@ def prefer_workqueue() -> str:
     after every ``prange`` loop, which on a machine whose other core is busy made the
     threaded batch step 10x slower than the serial one (and slowed torch, which runs
     its own OpenMP, in the same process). With ``workqueue`` the threaded step kept
-    close to the serial one on such a machine (BENCHMARKS.md)."""
+    close to the serial one on such a machine (BENCHMARKS.md). ``workqueue`` runs one
+    parallel kernel at a time: a program that steps batched envs from several Python
+    threads at once should set ``NUMBA_THREADING_LAYER=omp`` (or ``tbb``)."""
     import os
 
     import numba
