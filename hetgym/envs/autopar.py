@@ -12,6 +12,8 @@ use (wall clock), tries the other one now and then, so that trials cost about
 
 from __future__ import annotations
 
+import statistics
+from collections import deque
 from collections.abc import Callable
 from time import perf_counter
 
@@ -46,21 +48,26 @@ def prefer_workqueue() -> str:
 class KernelChooser:
     """Pick kernel 0 (serial) or 1 (threaded) from the wall time of their recent calls.
 
+    Each kernel's recent call times are kept (the first call after a switch left out: a
+    thread pool may be waking up, caches are cold); at the end of a trial the kernel with
+    the lower *median* wins. A median, not a mean: on a busy machine a call now and then
+    spans a time slice of another process (a 40 us call taking 4 ms), which would decide
+    a mean of a few calls.
+
     Args:
         share: Fraction of the time spent trying the kernel not in use: after a trial
             that took ``t`` seconds, the next comes ``t / share`` seconds later.
-        probe_len: Calls of a trial (the first is not counted, see :meth:`record`).
-        alpha: Weight of a new time in the running mean of the kernel in use.
+        probe_len: Calls of a trial.
+        keep: Recent call times kept per kernel.
         clock: Time source of the trial schedule (tests pass a fake one).
     """
 
-    def __init__(self, share: float = 0.02, probe_len: int = 3, alpha: float = 0.1,
+    def __init__(self, share: float = 0.02, probe_len: int = 6, keep: int = 15,
                  clock: Callable[[], float] = perf_counter) -> None:
         self.share = float(share)
         self.probe_len = int(probe_len)
-        self.alpha = float(alpha)
         self.clock = clock
-        self.mean: list[float | None] = [None, None]
+        self.recent: list[deque] = [deque(maxlen=keep), deque(maxlen=keep)]
         self.best = 1
         self._last = -1
         self._used = 0  # calls of the kernel in use since the last trial
@@ -69,17 +76,25 @@ class KernelChooser:
         self._t0: float | None = None  # start of the last trial
         self._next = 0.0  # earliest start of the next trial
 
+    @property
+    def median(self) -> list[float | None]:
+        """Median recent call time (s) of each kernel (None: not timed yet)."""
+        return [statistics.median(r) if r else None for r in self.recent]
+
     def pick(self) -> int:
         """The kernel for the next call."""
         if self._left:
             self._left -= 1
             return self._trial
-        other = 1 - self.best
         now = self.clock()
-        if self._t0 is not None:  # a trial just ended: the next one after t / share
+        if self._t0 is not None:  # a trial just ended: keep the faster, next trial after t / share
+            tried, kept = self.median[self._trial], self.median[self.best]
+            if tried is not None and (kept is None or tried < kept):
+                self.best = self._trial
             self._next = now + (now - self._t0) / self.share
             self._t0 = None
-        if self._used >= 2 and (self.mean[other] is None or now >= self._next):
+        other = 1 - self.best
+        if self._used >= 3 and (not self.recent[other] or now >= self._next):
             self._left = self.probe_len - 1
             self._trial = other
             self._t0 = now
@@ -89,15 +104,8 @@ class KernelChooser:
         return self.best
 
     def record(self, kernel: int, seconds: float) -> None:
-        """The wall time of a call of ``kernel`` (the one :meth:`pick` gave). The first call
-        after a switch is not counted (a thread pool may be waking up, caches are cold)."""
+        """The wall time of a call of ``kernel`` (the one :meth:`pick` gave)."""
         switched = kernel != self._last
         self._last = kernel
-        if switched:
-            return
-        m = self.mean[kernel]
-        a = 1.0 if m is None else (self.alpha if kernel == self.best else 0.5)
-        self.mean[kernel] = seconds if m is None else (1 - a) * m + a * seconds
-        s, t = self.mean
-        if s is not None and t is not None:
-            self.best = 0 if s <= t else 1
+        if not switched:
+            self.recent[kernel].append(seconds)
