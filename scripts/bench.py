@@ -11,7 +11,8 @@ run on a tiny scenario in the same process), (2) env steps/s of
 ``HetCluster-v0`` under a uniformly random masked policy on the default scenario,
 (3) aggregate steps/s of the batched env (``gym.make_vec``) under the same policy
 for each N of ``--batched``, serial and with threads, and (4) with ``--train``,
-MaskablePPO training steps/s on the batched env for each N (one torch thread), and (5)
+MaskablePPO training steps/s on the batched env for each N and each of
+``--train-settings`` (TRAIN_SETTINGS; ``default``: one torch thread), and (5)
 with ``--train-procs``, the same with the N envs of ``--train`` split over P worker
 processes of batched envs (``vec_env="batched_subproc"``) for each P.
 """
@@ -92,55 +93,90 @@ def bench_env(n_steps: int, seed: int = 0) -> dict[str, float]:
     return {"steps": n_steps, "episodes": episodes, "wall_s": wall, "steps_per_s": n_steps / wall}
 
 
-def bench_batched(n_envs: int, seconds: float, parallel: bool, seed: int = 0) -> dict[str, float]:
-    """Random masked policy on ``n_envs`` batched envs of the default scenario (autoreset
-    included): aggregate env steps per second of wall time."""
-    from hetgym.envs.batched import HetClusterVecEnv
-
-    vec = HetClusterVecEnv(num_envs=n_envs, parallel=parallel)
-    rng = np.random.default_rng(seed)
-    vec.reset(seed=seed)
-
-    def act() -> np.ndarray:
-        m = vec.action_masks()
-        return (rng.random(m.shape) * m).argmax(axis=1)  # uniform over the feasible actions
-
-    for _ in range(max(20, 2000 // n_envs)):  # warm-up (compile, first episodes)
-        vec.step(act())
+def vec_rate(vec, seconds: float, act, warmup: int = 20) -> dict[str, float]:
+    """Aggregate steps per second of a vector env (``vec.num_envs`` envs) stepped with
+    ``act(vec) -> actions`` for ``seconds`` (after ``warmup`` steps and ``reset(seed=0)``);
+    autoreset included. The timing loop of this script and of bench_decision_vec.py."""
+    vec.reset(seed=0)
+    for _ in range(warmup):  # compile, first episodes
+        vec.step(act(vec))
+    n = vec.num_envs
     steps = 0
     t = _clock()
     while _clock() - t < seconds:
         for _ in range(10):
-            vec.step(act())
-        steps += 10 * n_envs
+            vec.step(act(vec))
+        steps += 10 * n
     wall = _clock() - t
-    return {"n_envs": n_envs, "parallel": parallel, "steps": steps, "wall_s": wall,
-            "steps_per_s": steps / wall}
+    return {"n_envs": n, "steps": steps, "wall_s": wall, "steps_per_s": steps / wall}
+
+
+def random_masked(seed: int = 0):
+    """``act`` for :func:`vec_rate`: uniform over each env's feasible actions (one numpy call
+    for all envs)."""
+    rng = np.random.default_rng(seed)
+
+    def act(vec) -> np.ndarray:
+        m = vec.action_masks()
+        return (rng.random(m.shape) * m).argmax(axis=1)
+
+    return act
+
+
+PARALLEL = {"serial": False, "threads": True, "auto": None}
+
+
+def bench_batched(n_envs: int, seconds: float, parallel: bool | None, seed: int = 0) -> dict[str, float]:
+    """Random masked policy on ``n_envs`` batched envs of the default scenario (autoreset
+    included): aggregate env steps per second. ``parallel``: the batch kernel (None:
+    chosen as it runs, see hetgym.envs.autopar)."""
+    from hetgym.envs.batched import HetClusterVecEnv
+
+    vec = HetClusterVecEnv(num_envs=n_envs, parallel=parallel)
+    r = vec_rate(vec, seconds, random_masked(seed), warmup=max(20, 2000 // n_envs))
+    r["parallel"] = parallel
+    if vec._chooser is not None:
+        r["chosen"] = "threads" if vec._chooser.best else "serial"
+    return r
+
+
+#: MaskablePPO settings of ``--train-settings``: rollout steps (all envs), minibatch,
+#: epochs per rollout, torch threads. ``default`` is AgentConfig's (one torch thread);
+#: ``fast`` is conf/experiment/train_fast.yaml's.
+TRAIN_SETTINGS = {
+    "default": {"rollout": 2048, "batch_size": 256, "n_epochs": 10, "threads": 1},
+    "default_t2": {"rollout": 2048, "batch_size": 256, "n_epochs": 10, "threads": 2},
+    "batch1024": {"rollout": 4096, "batch_size": 1024, "n_epochs": 10, "threads": 1},
+    "fast": {"rollout": 4096, "batch_size": 1024, "n_epochs": 5, "threads": 1},
+    "fast_t2": {"rollout": 4096, "batch_size": 1024, "n_epochs": 5, "threads": 2},
+}
 
 
 def bench_train(n_envs: int, timesteps: int, seed: int = 0, vec_env: str = "batched",
-                n_procs: int = 1) -> dict[str, float]:
-    """MaskablePPO (MLP 128x128, n_steps so that a rollout has >= 2,048 steps) on
-    ``n_envs`` batched envs of the default scenario (in ``n_procs`` worker processes
-    with ``vec_env="batched_subproc"``), one torch thread."""
+                n_procs: int = 1, setting: str = "default") -> dict[str, float]:
+    """MaskablePPO (MLP 128x128) on ``n_envs`` batched envs of the default scenario (in
+    ``n_procs`` worker processes with ``vec_env="batched_subproc"``) with the
+    :data:`TRAIN_SETTINGS` ``setting`` (n_steps per env = rollout / n_envs, at least 16)."""
     import torch
 
     from agents.envtools import EnvConfig
     from agents.sb3 import AgentConfig, make_vec_env
     from hetgym import scenarios
 
-    torch.set_num_threads(1)
+    cfg = TRAIN_SETTINGS[setting]
+    torch.set_num_threads(cfg["threads"])
     venv = make_vec_env(scenarios.DEFAULT, EnvConfig(), n_envs=n_envs, seed=seed,
                         vec_env=vec_env, n_procs=n_procs)
-    n_steps = max(16, 2048 // n_envs)
-    model = AgentConfig(n_steps=n_steps, batch_size=256, n_epochs=10).build(venv, seed=seed)
+    n_steps = max(16, cfg["rollout"] // n_envs)
+    model = AgentConfig(n_steps=n_steps, batch_size=cfg["batch_size"],
+                        n_epochs=cfg["n_epochs"]).build(venv, seed=seed)
     model.learn(n_steps * n_envs)  # warm-up
     t = _clock()
     model.learn(timesteps, reset_num_timesteps=False)
     wall = _clock() - t
     venv.close()
     return {"n_envs": n_envs, "n_steps": n_steps, "timesteps": timesteps, "wall_s": wall,
-            "steps_per_s": timesteps / wall}
+            "steps_per_s": timesteps / wall, "setting": setting}
 
 
 _CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
@@ -164,9 +200,13 @@ def main() -> None:
     p.add_argument("--batched", type=_ints, default=[1, 8, 64, 256],
                    help="numbers of batched envs to measure (empty string: none)")
     p.add_argument("--seconds", type=float, default=5.0, help="seconds per batched measurement")
+    p.add_argument("--modes", type=lambda t: [m for m in t.split(",") if m], default=["serial", "threads"],
+                   help="batch kernels to measure: serial, threads, auto (chosen as it runs)")
     p.add_argument("--train", type=_ints, default=[],
                    help="numbers of batched envs for MaskablePPO training steps/s (needs torch)")
     p.add_argument("--train-steps", type=int, default=20_000)
+    p.add_argument("--train-settings", type=lambda t: [x for x in t.split(",") if x],
+                   default=["default"], help=f"MaskablePPO settings, of {sorted(TRAIN_SETTINGS)}")
     p.add_argument("--train-procs", type=_ints, default=[],
                    help="worker processes of batched envs for the --train sizes (batched_subproc)")
     p.add_argument("--clock", choices=sorted(_CLOCKS), default="wall",
@@ -189,14 +229,17 @@ def main() -> None:
         print(f"HetCluster-v0 random masked policy: {r['steps']:,} steps, {r['episodes']} episodes, "
               f"{r['wall_s']:.2f} s -> {r['steps_per_s']:,.0f} steps/s")
     for n in a.batched:
-        for par in (False, True) if n >= 8 else (False,):
-            r = bench_batched(n, a.seconds, par)
-            print(f"batched HetCluster-v0, N={n:>4} ({'threads' if par else 'serial '}): "
+        for mode in a.modes if n >= 2 else ["serial"]:
+            r = bench_batched(n, a.seconds, PARALLEL[mode])
+            chosen = f" [{r['chosen']}]" if "chosen" in r else ""
+            print(f"batched HetCluster-v0, N={n:>4} ({mode:>7}{chosen}): "
                   f"{r['steps']:,} steps in {r['wall_s']:.2f} s -> {r['steps_per_s']:,.0f} steps/s")
     for n in a.train:
-        r = bench_train(n, a.train_steps)
-        print(f"MaskablePPO training on the batched env, N={n:>3} (n_steps {r['n_steps']}): "
-              f"{r['timesteps']:,} steps in {r['wall_s']:.1f} s -> {r['steps_per_s']:,.0f} steps/s")
+        for setting in a.train_settings:
+            r = bench_train(n, a.train_steps, setting=setting)
+            print(f"MaskablePPO training on the batched env, N={n:>3}, {setting} "
+                  f"({TRAIN_SETTINGS[setting]}, n_steps {r['n_steps']}): {r['timesteps']:,} steps "
+                  f"in {r['wall_s']:.1f} s -> {r['steps_per_s']:,.0f} steps/s")
         for procs in a.train_procs:
             r = bench_train(n, a.train_steps, vec_env="batched_subproc", n_procs=procs)
             print(f"MaskablePPO training, N={n:>3} batched envs in {procs} worker process(es): "

@@ -8,12 +8,16 @@ the ids' ``vector_entry_point`` (:mod:`hetgym.envs.decision_vec`) against Gymnas
 from __future__ import annotations
 
 import argparse
-import time
+import sys
+from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
 
 import hetgym  # noqa: F401  (registers the env ids)
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench import vec_rate
 
 CASES = [("HetClusterPlacement-v0", "topo-sim", {"window": 4}),
          ("HetClusterElastic-v0", "andreas-sim", {"window": 4, "run_window": 3}),
@@ -21,22 +25,16 @@ CASES = [("HetClusterPlacement-v0", "topo-sim", {"window": 4}),
 
 
 def rate(env_id: str, scenario: str, kw: dict, mode: str, n: int, seconds: float) -> float:
-    """Aggregate steps/s of ``n`` envs over ``seconds`` (after 20 warm-up steps)."""
+    """Aggregate steps/s of ``n`` envs over ``seconds`` (after 20 warm-up steps; the timing
+    loop of bench.py)."""
     v = gym.make_vec(env_id, num_envs=n, vectorization_mode=mode, scenario=scenario, n_jobs=32, **kw)
-    v.reset(seed=0)
     rng = np.random.default_rng(0)
 
-    def step() -> None:
+    def act(v) -> np.ndarray:
         masks = v.action_masks() if mode == "vector_entry_point" else np.stack(v.call("action_masks"))
-        v.step(np.array([rng.choice(np.flatnonzero(m)) for m in masks]))
+        return np.array([rng.choice(np.flatnonzero(m)) for m in masks])
 
-    for _ in range(20):
-        step()
-    t0, k = time.perf_counter(), 0
-    while time.perf_counter() - t0 < seconds:
-        step()
-        k += 1
-    return n * k / (time.perf_counter() - t0)
+    return vec_rate(v, seconds, act)["steps_per_s"]
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ the sub-env's own code.
 
 from __future__ import annotations
 
+from time import perf_counter
 from typing import Any, Sequence
 
 import numpy as np
@@ -29,19 +30,23 @@ from gymnasium.vector.utils import batch_space
 from hetgym import scenarios as _scenarios
 from hetgym.decisions import SchedulingError
 from hetgym.envs.args import autoreset_arg, scenario_arg
+from hetgym.envs.autopar import KernelChooser, prefer_workqueue
 from hetgym.envs.fused import (
     ACT_INVALID,
     ACT_NOOP,
     finish_row_nb,
     new_batch_nb,
+    reset_row_nb,
     set_batch_nb,
     step_batch_nb,
     step_batch_par_nb,
 )
 from hetgym.envs.hetcluster import HetClusterEnv
+from hetgym.envs.lazy_metrics import EpisodeMetrics, MetricsLedger
+from hetgym.envs.refill import Refiller
 from hetgym.envs.reward import TERMS
-from hetgym.metrics import summarize
 from hetgym.sim.engine import InvariantError
+from hetgym.sim.dispatch import entry
 
 __all__ = ["HetClusterVecEnv"]
 
@@ -53,8 +58,9 @@ class HetClusterVecEnv(VectorEnv):
         num_envs: Number of sub-envs.
         autoreset_mode: ``"next_step"`` (default) or ``"same_step"`` (or the
             :class:`gymnasium.vector.AutoresetMode` values).
-        parallel: Spread the sub-envs over Numba's threads (``None``: when there are
-            at least 8 sub-envs and more than one thread).
+        parallel: Spread the sub-envs over Numba's threads (True), or not (False);
+            ``None`` (default, with 2 or more sub-envs and threads): time both kernels
+            as they run and use the faster (:mod:`hetgym.envs.autopar`).
         **kwargs: Arguments of :class:`HetClusterEnv` (the same for every sub-env).
 
     ``action_masks()`` gives the (N, A) feasible actions; ``info`` has per-env arrays
@@ -74,6 +80,9 @@ class HetClusterVecEnv(VectorEnv):
                           kwargs.pop("scenario_kwargs", None))
         self.envs = [HetClusterEnv(scenario=sc, **kwargs) for _ in range(int(num_envs))]
         e0 = self.envs[0]
+        self._refiller = Refiller(e0.scenario, e0.n_jobs)
+        self._ledger = MetricsLedger()
+        self._spare: list[Any] = [None] * len(self.envs)  # a second simulator per sub-env
         self.num_envs = n = len(self.envs)
         self.autoreset_mode = mode
         self.metadata = {"autoreset_mode": mode, "render_modes": e0.metadata["render_modes"]}
@@ -94,13 +103,20 @@ class HetClusterVecEnv(VectorEnv):
         self._stuck = np.zeros(n, dtype=np.bool_)
         self._stat = np.zeros((n, 4))
         self._pending = np.zeros(n, dtype=np.bool_)  # next_step mode: reset at the next step
+        self._n_pending = 0
+        self._acts = np.zeros(n, dtype=np.int64)
+        self._max_steps = int(e0.max_steps)
         self._list: Any = None
-        if parallel is None:
-            import numba
+        import numba
 
-            parallel = n >= 8 and numba.config.NUMBA_NUM_THREADS > 1
-        self.parallel = bool(parallel)
-        self._kernel = step_batch_par_nb if self.parallel else step_batch_nb
+        threads = numba.config.NUMBA_NUM_THREADS > 1 and n >= 2
+        # None: time both kernels as they run and use the faster (hetgym.envs.autopar)
+        self.parallel = (None if threads else False) if parallel is None else bool(parallel)
+        self._chooser = KernelChooser() if self.parallel is None else None
+        if self.parallel is not False:
+            prefer_workqueue()
+        self._kernels = (step_batch_nb, step_batch_par_nb)
+        self._entries: tuple = ()
 
     def __repr__(self) -> str:
         return f"HetClusterVecEnv(num_envs={self.num_envs}, {self.envs[0]!r})"
@@ -124,7 +140,7 @@ class HetClusterVecEnv(VectorEnv):
     def _row(self, i: int) -> None:
         """Outputs of sub-env ``i`` after its action was carried out (compiled, one row)."""
         env = self.envs[i]
-        finish_row_nb(i, *self._entry(env), self._steps, self._stuck, env.max_steps, self._rew,
+        finish_row_nb(i, *self._entry(env), self._steps, self._stuck, self._max_steps, self._rew,
                       self._terms, self._term, self._trunc, self._obs, self._mask, self._stat)
 
     def _slow_step(self, i: int, a: int, code: int) -> None:
@@ -140,38 +156,51 @@ class HetClusterVecEnv(VectorEnv):
         self._sync(i)
         self._row(i)
 
-    def _reset_one(self, i: int, seed: int | None, options: dict | None) -> dict[str, Any]:
+    def _reset_one(self, i: int, seed: int | None) -> None:
+        """``envs[i].reset(seed=seed)``, its simulator refilled by one compiled call where the
+        window fits it (:mod:`hetgym.envs.refill`), and row ``i`` of the outputs."""
         env = self.envs[i]
-        obs, info = env.reset(seed=seed, options=options)
-        self._steps[i] = 0
+        rows, sim_seed = env._draw_episode(seed)
+        if env._own_sim and self._ledger.held(env.sim):
+            # its episode_metrics are unread: keep that simulator as it is, step the spare
+            spare, self._spare[i] = self._spare[i], env.sim
+            if spare is None:
+                env._own_sim = False  # _start_episode makes a second simulator
+            else:
+                self._ledger.release(spare)
+                env._swap_sim(spare)
+        if env._own_sim and self._refiller.reset(env.sim, rows, sim_seed, env._ep.inv_best,
+                                                 env._es.rew):
+            env.steps = 0
+            env._stuck = False
+            env._advance_until_decision(force=True)
+        else:
+            env._start_episode(rows, sim_seed)
         self._stuck[i] = env._stuck
-        self._obs[i] = obs
-        self._mask[i] = env._mask
-        self._rew[i] = 0.0
-        self._term[i] = self._trunc[i] = False
-        self._terms[i] = 0.0
-        self._stat[i] = (info["time"], info["queued"], info["running"], info["done"])
+        reset_row_nb(i, env.sim.kS, env._es, self._steps, self._rew, self._terms, self._term,
+                     self._trunc, self._obs, self._mask, self._stat)
         if self._list is not None:
             self._sync(i)
-        return info
 
-    def _end_episode(self, i: int) -> dict[str, Any]:
-        """Truncation charge and ``episode_metrics`` of sub-env ``i`` (whose episode ended)."""
+    def _end_episode(self, i: int) -> EpisodeMetrics:
+        """Truncation charge and ``episode_metrics`` of sub-env ``i`` (whose episode ended;
+        computed when first read, :mod:`hetgym.envs.lazy_metrics`)."""
         env = self.envs[i]
         if self._trunc[i]:
             terms = env.reward.with_truncation_charge(
                 env.sim, dict(zip(TERMS, self._terms[i].tolist())))  # the kernel's step terms
             self._terms[i] = [terms[k] for k in TERMS]
             self._rew[i] = env.reward.combine(terms)
-        return summarize(env.sim)
+        return self._ledger.issue(env.sim)
 
-    def _infos(self, invalid: np.ndarray, ended: dict[int, dict]) -> dict[str, Any]:
-        st = self._stat
+    def _infos(self, invalid: np.ndarray, ended: dict[int, EpisodeMetrics]) -> dict[str, Any]:
+        st = self._stat.copy()
+        counts = st[:, 1:].astype(np.int64)
+        terms = self._terms.copy()
         info: dict[str, Any] = {
-            "time": st[:, 0].copy(), "queued": st[:, 1].astype(np.int64),
-            "running": st[:, 2].astype(np.int64), "done": st[:, 3].astype(np.int64),
-            "invalid_action": invalid, "action_mask": self._mask.copy(),
-            "reward_terms": {k: self._terms[:, c].copy() for c, k in enumerate(TERMS)},
+            "time": st[:, 0], "queued": counts[:, 0], "running": counts[:, 1],
+            "done": counts[:, 2], "invalid_action": invalid, "action_mask": self._mask.copy(),
+            "reward_terms": {k: terms[:, c] for c, k in enumerate(TERMS)},
         }
         if ended:
             m = np.zeros(self.num_envs, dtype=np.bool_)
@@ -194,12 +223,18 @@ class HetClusterVecEnv(VectorEnv):
             if len(seeds) != n:
                 raise ValueError(f"reset: {len(seeds)} seeds for {n} envs")
         for i, s in enumerate(seeds):
-            self._reset_one(i, s, options)
+            self._reset_one(i, s)
         self._slots = [self._entry(e) for e in self.envs]
         self._list = new_batch_nb(self._slots[0], n)
         for i in range(1, n):
             set_batch_nb(self._list, i, self._slots[i])
         self._pending[:] = False
+        self._n_pending = 0
+        args = (self._acts, self._pending, self._list, self._steps, self._stuck, self._max_steps,
+                self._codes, self._pending, self._rew, self._terms, self._term, self._trunc,
+                self._obs, self._mask, self._stat)
+        use = (0, 1) if self.parallel is None else (int(self.parallel),)
+        self._entries = tuple(entry(self._kernels[k], *args) if k in use else None for k in (0, 1))
         return self._obs.copy(), self._infos(np.zeros(n, dtype=np.bool_), {})
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
@@ -209,39 +244,46 @@ class HetClusterVecEnv(VectorEnv):
             raise RuntimeError("call reset() before step()")
         n = self.num_envs
         acts = np.asarray(actions)
-        if acts.shape != (n,) or not np.issubdtype(acts.dtype, np.integer):
+        if acts.shape != (n,) or acts.dtype.kind not in "iu":
             raise ValueError(f"actions must be an integer array of shape ({n},), got "
                              f"{acts.dtype} {acts.shape}")
-        a_n = self._mask.shape[1]
-        bad = np.flatnonzero((acts < 0) | (acts >= a_n))
-        if len(bad):
-            raise ValueError(f"action {int(acts[bad[0]])} of env {int(bad[0])} out of range "
-                             f"0..{a_n - 1}")
-        acts = acts.astype(np.int64)
-        pending = np.flatnonzero(self._pending)
-        invalid = ~self._mask[np.arange(n), acts]
-        if len(pending):
-            acts[pending] = -1
-            invalid[pending] = False
-        self._kernel(acts, self._list, self._steps, self._stuck, self.envs[0].max_steps,
-                      self._codes, self._rew, self._terms, self._term, self._trunc, self._obs,
-                      self._mask, self._stat)
-        codes = self._codes
-        for i in np.flatnonzero((acts >= 0) & ((codes < 0) | (codes >= ACT_INVALID))).tolist():
-            self._slow_step(i, int(acts[i]), int(codes[i]))
-        for i in pending.tolist():
-            self._reset_one(i, None, None)
-        self._pending[:] = False
-        ended: dict[int, dict] = {}
-        final: dict[int, np.ndarray] = {}
-        for i in np.flatnonzero(self._term | self._trunc).tolist():
-            ended[i] = self._end_episode(i)
+        self._acts[:] = acts
+        pending = self._pending
+        if self._n_pending:  # next_step autoreset: these envs reset, their actions ignored
+            for i in np.flatnonzero(pending).tolist():
+                self._reset_one(i, None)
+        invalid = np.empty(n, dtype=np.bool_)
+        chooser = self._chooser
+        k = int(self.parallel) if chooser is None else chooser.pick()
+        t0 = perf_counter()
+        bad, slow, n_end = self._entries[k](self._acts, pending, self._list, self._steps,
+                                            self._stuck, self._max_steps, self._codes, invalid,
+                                            self._rew, self._terms, self._term, self._trunc,
+                                            self._obs, self._mask, self._stat)
+        if chooser is not None:
+            chooser.record(k, perf_counter() - t0)
+        if self._n_pending:
+            pending[:] = False
+            self._n_pending = 0
+        if bad:
+            i = bad - 1
+            raise ValueError(f"action {int(acts[i])} of env {i} out of range "
+                             f"0..{self._mask.shape[1] - 1}")
+        if slow:
+            codes = self._codes
+            for i in np.flatnonzero((codes < 0) | (codes >= ACT_INVALID)).tolist():
+                self._slow_step(i, int(self._acts[i]), int(codes[i]))
+        ended: dict[int, EpisodeMetrics] = {}
+        if slow or n_end:
+            for i in np.flatnonzero(self._term | self._trunc).tolist():
+                ended[i] = self._end_episode(i)
         rew, term, trunc = self._rew.copy(), self._term.copy(), self._trunc.copy()
         if ended and self.autoreset_mode == AutoresetMode.SAME_STEP:
             infos_end = self._infos(invalid, ended)
+            final: dict[int, np.ndarray] = {}
             for i in ended:
                 final[i] = self._obs[i].copy()
-                self._reset_one(i, None, None)
+                self._reset_one(i, None)
             info = self._infos(invalid, {})
             fo = np.full(n, None, dtype=object)
             fi = np.full(n, None, dtype=object)
@@ -253,7 +295,8 @@ class HetClusterVecEnv(VectorEnv):
             info.update(final_obs=fo, _final_obs=m, final_info=fi, _final_info=m.copy())
             return self._obs.copy(), rew, term, trunc, info
         if ended:
-            self._pending[list(ended)] = True
+            pending[list(ended)] = True
+            self._n_pending = len(ended)
         return self._obs.copy(), rew, term, trunc, self._infos(invalid, ended)
 
     def action_masks(self) -> np.ndarray:

@@ -32,7 +32,7 @@ from hetgym.sim.state import (
 
 __all__ = ["EnvParams", "EnvState", "accrue_nb", "accrue_step_nb", "decide_point_nb", "update_mask_nb", "refresh_nb",
            "start_and_decide_nb", "act_nb", "step_reward_nb", "step_batch_nb", "step_batch_par_nb", "finish_row_nb",
-           "new_batch_nb", "set_batch_nb",
+           "new_batch_nb", "set_batch_nb", "reset_row_nb", "write_row_nb",
            "REW_JCT", "REW_SLOWDOWN", "REW_MAKESPAN", "REW_TARDINESS", "REW_INV_BEST",
            "REW_ENERGY_SEEN", "N_REW", "ACT_NOOP", "ACT_INVALID", "ACT_GROW"]
 
@@ -265,12 +265,15 @@ def step_reward_nb(S, EP, ES, terms):
 
 
 @njit(cache=True, inline="always")
-def _step_one_nb(i, actions, envs, steps, stuck, max_steps, codes, rewards, terms, term, trunc,
-                 obs, masks, stat):
-    a = actions[i]
-    if a < 0:
+def _step_one_nb(i, actions, pending, envs, steps, stuck, max_steps, codes, invalid, rewards,
+                 terms, term, trunc, obs, masks, stat):
+    codes[i] = 1
+    invalid[i] = False
+    if pending[i]:
         return
+    a = actions[i]
     P, S, EP, ES = envs[i]
+    invalid[i] = not ES.mask[a]
     steps[i] += 1
     code = act_nb(a, P, S, EP, ES)
     codes[i] = code
@@ -282,27 +285,63 @@ def _step_one_nb(i, actions, envs, steps, stuck, max_steps, codes, rewards, term
                    masks, stat)
 
 
+@njit(cache=True, inline="always")
+def _bad_action_nb(actions, pending, n_actions):
+    """1 + the first env (not ``pending``) whose action is outside ``0..n_actions-1``; 0 if none."""
+    for i in range(actions.shape[0]):
+        if not pending[i] and (actions[i] < 0 or actions[i] >= n_actions):
+            return i + 1
+    return 0
+
+
+@njit(cache=True, inline="always")
+def _tally_nb(codes, term, trunc):
+    """(envs whose step is left to the caller, envs whose episode ended)."""
+    slow = 0
+    ended = 0
+    for i in range(codes.shape[0]):
+        if codes[i] < 0 or codes[i] >= ACT_INVALID:
+            slow += 1
+        elif term[i] or trunc[i]:
+            ended += 1
+    return slow, ended
+
+
 @njit(cache=True)
-def step_batch_nb(actions, envs, steps, stuck, max_steps, codes, rewards, terms, term, trunc,
-                  obs, masks, stat):
+def step_batch_nb(actions, pending, envs, steps, stuck, max_steps, codes, invalid, rewards, terms,
+                  term, trunc, obs, masks, stat):
     """One step of every env of a batch (``envs[i] = (P, S, EP, ES)``): :func:`act_nb`,
-    then row ``i`` of the outputs (:func:`finish_step_nb`). Envs with ``actions[i] < 0``
-    are skipped (being reset). An env whose code is exceptional (``codes[i]`` < 0 or
-    >= ``ACT_INVALID``) is left for the caller to finish (a bigger segment log, an
-    error); its outputs are not written."""
+    then row ``i`` of the outputs (:func:`finish_step_nb`); ``invalid[i]``: the action
+    was masked. Envs with ``pending[i]`` are skipped (being reset). An env whose code is
+    exceptional (``codes[i]`` < 0 or >= ``ACT_INVALID``) is left for the caller to
+    finish (a bigger segment log, an error); its outputs are not written.
+
+    Returns ``(bad, slow, ended)``: ``bad`` is 1 + the first env whose action is out of
+    range (then nothing was stepped), else 0; ``slow`` the envs left to the caller,
+    ``ended`` the others whose episode ended."""
+    bad = _bad_action_nb(actions, pending, masks.shape[1])
+    if bad:
+        return bad, 0, 0
     for i in range(len(envs)):
-        _step_one_nb(i, actions, envs, steps, stuck, max_steps, codes, rewards, terms, term,
-                     trunc, obs, masks, stat)
+        _step_one_nb(i, actions, pending, envs, steps, stuck, max_steps, codes, invalid, rewards,
+                     terms, term, trunc, obs, masks, stat)
+    slow, ended = _tally_nb(codes, term, trunc)
+    return 0, slow, ended
 
 
 @njit(cache=True, parallel=True)
-def step_batch_par_nb(actions, envs, steps, stuck, max_steps, codes, rewards, terms, term,
-                      trunc, obs, masks, stat):
+def step_batch_par_nb(actions, pending, envs, steps, stuck, max_steps, codes, invalid, rewards,
+                      terms, term, trunc, obs, masks, stat):
     """:func:`step_batch_nb` with the envs spread over Numba's threads (envs share no
     writable state: each has its own ``S``, ``EP``, ``ES`` and output rows)."""
+    bad = _bad_action_nb(actions, pending, masks.shape[1])
+    if bad:
+        return bad, 0, 0
     for k in prange(len(envs)):
-        _step_one_nb(np.int64(k), actions, envs, steps, stuck, max_steps, codes, rewards, terms, term,
-                     trunc, obs, masks, stat)
+        _step_one_nb(np.int64(k), actions, pending, envs, steps, stuck, max_steps, codes, invalid,
+                     rewards, terms, term, trunc, obs, masks, stat)
+    slow, ended = _tally_nb(codes, term, trunc)
+    return 0, slow, ended
 
 
 @njit(cache=True, inline="always")
@@ -317,6 +356,13 @@ def finish_step_nb(i, P, S, EP, ES, steps, stuck, max_steps, rewards, terms, ter
     term[i] = done
     trunc[i] = (not done) and (steps[i] >= max_steps or stuck[i])
     rewards[i] = step_reward_nb(S, EP, ES, terms[i])
+    write_row_nb(i, S, ES, obs, masks, stat)
+
+
+@njit(cache=True, inline="always")
+def write_row_nb(i, S, ES, obs, masks, stat):
+    """Observation, mask and time / queued / running / done of one env into row ``i``."""
+    run = S.run
     for k in range(ES.obs.shape[0]):  # loops: a slice copy compiles Numba's shape-error path
         obs[i, k] = ES.obs[k]
     for k in range(ES.mask.shape[0]):
@@ -333,6 +379,19 @@ def finish_row_nb(i, P, S, EP, ES, steps, stuck, max_steps, rewards, terms, term
     """:func:`finish_step_nb` for one env, callable from Python."""
     finish_step_nb(i, P, S, EP, ES, steps, stuck, max_steps, rewards, terms, term, trunc, obs,
                    masks, stat)
+
+
+@njit(cache=True)
+def reset_row_nb(i, S, ES, steps, rewards, terms, term, trunc, obs, masks, stat):
+    """Row ``i`` of the batch outputs after a reset: reward 0, not ended, the first
+    observation and mask."""
+    steps[i] = 0
+    rewards[i] = 0.0
+    for k in range(terms.shape[1]):
+        terms[i, k] = 0.0
+    term[i] = False
+    trunc[i] = False
+    write_row_nb(i, S, ES, obs, masks, stat)
 
 
 @njit(cache=True)

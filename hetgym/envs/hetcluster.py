@@ -147,16 +147,25 @@ class HetClusterEnv(gym.Env):
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         """Draw a window of jobs (:attr:`windows`) and advance to the first decision point."""
-        super().reset(seed=seed)
-        rows = self.windows.draw(self.np_random)
-        sim_seed = int(self.np_random.integers(0, 2**31 - 1))
+        self._start_episode(*self._draw_episode(seed))
+        return self._obs.copy(), self._info(None)
+
+    def _start_episode(self, rows: np.ndarray | None, sim_seed: int) -> None:
+        """Simulate ``rows`` with run seed ``sim_seed`` (refilling the simulator in place when
+        the window fits it) and advance to the first decision point."""
         if self._own_sim and self.sim.reset_window(rows, sim_seed):
             self._restart()  # the same arrays, refilled: nothing to bind again
         else:
             self.attach(Simulator(self.scenario, seed=sim_seed, rows=rows))
             self._own_sim = True
         self._advance_until_decision(force=True)
-        return self._obs.copy(), self._info(None)
+
+    def _draw_episode(self, seed: int | None) -> tuple[np.ndarray | None, int]:
+        """Seed the env's RNG (``gym.Env.reset``) and draw the next episode's window rows
+        and simulator seed (what ``reset`` simulates; the batched env's reset draws here too)."""
+        super().reset(seed=seed)
+        rows = self.windows.draw(self.np_random)
+        return rows, int(self.np_random.integers(0, 2**31 - 1))
 
     def attach(self, sim: Simulator) -> None:
         """Make this env read its window, mask, observation and reward from ``sim``.
@@ -184,6 +193,17 @@ class HetClusterEnv(gym.Env):
         self._bind()
         self.steps = 0
         self._stuck = False
+
+    def _swap_sim(self, sim: Simulator) -> None:
+        """Step ``sim`` (an own simulator of this env's scenario) from now on; the bound
+        kernels are kept when its state has the same Numba types (the batched env keeps
+        two simulators per sub-env, see :mod:`hetgym.envs.lazy_metrics`)."""
+        old, self.sim = self.sim, sim
+        self._own_sim = True
+        if old is not None and sim.kP._type == old.kP._type and sim.kS._type == old.kS._type:
+            self._bound_state = sim.state
+        else:
+            self._bind()
 
     def _restart(self) -> None:
         """After the simulator refilled its arrays for a new window: the env's own per-episode

@@ -20,10 +20,10 @@ def _policy(rng: np.random.Generator, mask: np.ndarray, p_invalid: float) -> int
 
 
 def _compare(n: int, steps: int, mode: str, seed: int, p_invalid: float = 0.1,
-             **kwargs) -> tuple[int, int]:
+             parallel: bool | None = None, **kwargs) -> tuple[int, int]:
     """Step a batched env and n single envs with the same actions; every output must be equal.
     Returns (episodes ended, truncations)."""
-    vec = HetClusterVecEnv(num_envs=n, autoreset_mode=mode, **kwargs)
+    vec = HetClusterVecEnv(num_envs=n, autoreset_mode=mode, parallel=parallel, **kwargs)
     singles = [gym.make("HetCluster-v0", **kwargs).unwrapped for _ in range(n)]
     obs, info = vec.reset(seed=seed)
     for i, env in enumerate(singles):
@@ -84,8 +84,10 @@ def test_make_vec_gives_the_batched_env() -> None:
 
 
 @pytest.mark.parametrize("mode", ["next_step", "same_step"])
-def test_batched_equals_single_envs(mode: str) -> None:
-    ended, _ = _compare(4, 120, mode, seed=3, **SMALL)
+@pytest.mark.parametrize("parallel", [None, False, True])
+def test_batched_equals_single_envs(mode: str, parallel: bool | None) -> None:
+    # None: the kernel is chosen as it runs (both are used: hetgym.envs.autopar)
+    ended, _ = _compare(4, 120, mode, seed=3, parallel=parallel, **SMALL)
     assert ended >= 4  # episodes end and autoreset is exercised
 
 
