@@ -11,13 +11,24 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import hetgym
+from baselines import gavel_place
 from baselines.andreas import FirstPrinciple
+from baselines.gavel import Gavel
 from baselines.andreas_parts import config_table, start_outside_model, take_gpus
-from hetgym.decisions import Decision, Start
+from hetgym.decisions import Decision, Placement, Start
 from tests.baselines.test_fast_paths import assert_same_schedule
+
+
+def assert_same_results(a: hetgym.Result, b: hetgym.Result) -> None:
+    """Job by job: start, end, device, preemptions, restarts; segments; decision points."""
+    cols = ["start", "end", "device", "preemptions", "restarts"]
+    pd.testing.assert_frame_equal(a.jobs[cols], b.jobs[cols], check_exact=True)
+    assert a.segments == b.segments
+    assert a.metrics["decision_points"] == b.metrics["decision_points"]
 
 
 class PlainFirstPrinciple(FirstPrinciple):
@@ -57,3 +68,43 @@ ANDREAS_SCENARIOS = [("fitgpp-lab", {"n_jobs": 300}), ("andreas-armida", {}),
 def test_first_principle_matches_plain_walk(order: str, exclusive: bool, scen: str, kw: dict) -> None:
     sc = hetgym.scenarios.get(scen, **kw)
     assert_same_schedule(sc, FirstPrinciple(order, exclusive), PlainFirstPrinciple(order, exclusive))
+
+
+def plain_first(self, job: int, dev: int, w: int) -> Placement | None:
+    """Gavel's server walk as written before: every node of the type, its free GPUs listed."""
+    v = self.view
+    nodes: list[int] = []
+    gpus: list[int] = []
+    c, m = float(v.cpus_need[job, dev]), float(v.mem[job])
+    slots = (lambda n: [-1] * w) if bool(np.asarray(v.dev_is_cpu)[dev]) else \
+        (lambda n: np.flatnonzero(self.gpu[n]).tolist())
+    for n in np.flatnonzero(np.asarray(v.node_device) == dev).tolist():
+        cpu, mem = self.cpu[n], self.mem[n]
+        for g in slots(n):
+            if len(nodes) == w or cpu + 1e-9 < c or mem + 1e-9 < m:
+                break
+            nodes.append(n)
+            gpus.append(g)
+            cpu -= c
+            mem -= m
+        if len(nodes) == w:
+            break
+    if len(nodes) < w:
+        return None
+    pl = Placement.of(nodes, gpus)
+    self.take(job, pl.nodes, pl.gpus)
+    return pl
+
+
+GAVEL_SCENARIOS = [("fitgpp-lab", {"n_jobs": 300}), ("hadar-sim", {}),
+                   ("synthetic-hybrid", {}), ("hetero-small", {"n_jobs": 80})]
+
+
+@pytest.mark.parametrize("policy", ["las", "fifo-perf", "maxtput"])
+@pytest.mark.parametrize("scen,kw", GAVEL_SCENARIOS)
+def test_gavel_server_walk_matches_plain(policy: str, scen: str, kw: dict, monkeypatch) -> None:
+    """Gavel's ``first`` skips full servers and gangs larger than the type's free GPUs."""
+    sc = hetgym.scenarios.get(scen, **kw)
+    fast = hetgym.simulate(sc, Gavel(policy=policy))
+    monkeypatch.setattr(gavel_place._Free, "first", plain_first)
+    assert_same_results(fast, hetgym.simulate(sc, Gavel(policy=policy)))
