@@ -17,8 +17,8 @@ import pytest
 import hetgym
 from baselines import gavel_place
 from baselines.andreas import FirstPrinciple
-from baselines.gavel import Gavel
 from baselines.andreas_parts import config_table, start_outside_model, take_gpus
+from baselines.gavel import Gavel
 from hetgym.decisions import Decision, Placement, Start
 from tests.baselines.test_fast_paths import assert_same_schedule
 
