@@ -19,6 +19,7 @@ from baselines import gavel_place
 from baselines.andreas import FirstPrinciple
 from baselines.andreas_parts import config_table, start_outside_model, take_gpus
 from baselines.gavel import Gavel
+from baselines.tiresias import Tiresias
 from hetgym.decisions import Decision, Placement, Start
 from tests.baselines.test_fast_paths import assert_same_schedule
 
@@ -108,3 +109,29 @@ def test_gavel_server_walk_matches_plain(policy: str, scen: str, kw: dict, monke
     fast = hetgym.simulate(sc, Gavel(policy=policy))
     monkeypatch.setattr(gavel_place._Free, "first", plain_first)
     assert_same_results(fast, hetgym.simulate(sc, Gavel(policy=policy)))
+
+
+class PlainTiresias(Tiresias):
+    """Tiresias with the walk as first written (:meth:`Tiresias._walk_plain`)."""
+
+    def _decide_all(self, view):
+        return self._walk_plain(view)
+
+
+TIRESIAS_SCENARIOS = [("fitgpp-lab", {"n_jobs": 400}), ("hadar-sim", {}),
+                      ("synthetic-hybrid", {}), ("hetero-small", {"n_jobs": 80})]
+
+
+@pytest.mark.parametrize("scen,kw", TIRESIAS_SCENARIOS)
+def test_tiresias_walk_matches_plain(scen: str, kw: dict) -> None:
+    sc = hetgym.scenarios.get(scen, **kw)
+    assert_same_schedule(sc, Tiresias.make(), PlainTiresias.make())
+
+
+def test_tiresias_walk_matches_plain_with_grace_and_limits() -> None:
+    """Grace periods and a preemption limit pin running jobs out of the walk."""
+    from tests.baselines.test_fast_paths import workload
+
+    for seed in range(4):
+        sc = workload(seed, 120, 100.0, grace=True, cpu_nodes=True)
+        assert_same_schedule(sc, Tiresias.make(), PlainTiresias.make())
