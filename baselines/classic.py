@@ -21,10 +21,9 @@ from baselines.parts import (
     ShortestFirst,
     WaitingGroups,
 )
-from baselines.kernels import srpt_decide_nb
+from baselines.srpt_plan import SRPTPlan
 from hetgym.decisions import Decision, Placement, Preempt, Start
 from hetgym.sim.codes import JobStatus
-from hetgym.sim.dispatch import entry
 from hetgym.sim.view import View
 
 __all__ = ["PolicyScheduler", "FIFO", "SJF", "SRPT"]
@@ -76,18 +75,20 @@ class PolicyScheduler:
 
     def decide(self, view: View) -> list[Decision]:
         """Start what the admission rule admits."""
-        q = view.queue
-        if len(q) == 0:
-            return []
         groups = getattr(self, "_groups", None)
+        n_q = len(view.queue) if groups is None else view.simulator.n_queue
+        if n_q == 0:
+            return []
         if groups is None or not self._sync(view, groups):
             self._groups = None  # someone else decides too: rank the whole queue from now on
+            q = view.queue
             return list(self.admission.admit(view, self.ordering.order(view, q), self.devices))
         blocking = self.admission.blocking
         if not blocking and self._nothing_new_fits(view, groups):
             return []
         cap = view.capacity()
-        if len(q) <= _SHORT:  # ordering a short queue costs less than bounding the groups
+        if n_q <= _SHORT:  # ordering a short queue costs less than bounding the groups
+            q = view.queue
             starts = self.admission.admit(view, self.ordering.order(view, q), self.devices, cap)
         else:
             bound = groups.bounds(cap.free_gpus, cap.free_cpus, cap.free_mem)
@@ -105,15 +106,15 @@ class PolicyScheduler:
         """Whether free capacity is what the last decision point left and only jobs of
         shapes that did not fit then are waiting (so nothing can start)."""
         full = self._full
-        if full is None or not (np.array_equal(full[0], view.free_gpus)
-                                and np.array_equal(full[1], view.free_cpus)
-                                and np.array_equal(full[2], view.free_mem)):
+        if full is None or not ((full[0] == view.free_gpus).all()  # same shapes: array_equal
+                                and (full[1] == view.free_cpus).all()
+                                and (full[2] == view.free_mem).all()):
             return False
         new = np.flatnonzero((groups.count > 0) & ~full[3])
         if len(new) == 0:
             return True
-        tot = groups.free_totals(view.free_gpus, view.free_cpus, view.free_mem)
-        return not (groups.bound_rows(new, tot[0], tot[1], tot[2]) >= 1).any()
+        bound = groups.bound_rows(new, view.free_gpus, view.free_cpus, view.free_mem, False)
+        return not (bound >= 1).any()
 
     def _sync(self, view: View, groups: WaitingGroups) -> bool:
         """Add the jobs that arrived since the last decision point. False if the groups
@@ -128,7 +129,7 @@ class PolicyScheduler:
             groups.add(k, key[k], k)
             k += 1
         self._next = k
-        return len(groups) == len(view.queue)
+        return len(groups) == view.simulator.n_queue
 
 
 def device_choice(name: str) -> DeviceChoice:
@@ -196,34 +197,60 @@ class SRPT:
             self._front = 0  # tie of the next job put back at the head of the queue, minus 1
             self._away: set[int] = set()  # preempted by us, not back in the queue yet
             self._proposed: list[Start | _Preempted] = []
-            self._n_preempt = np.asarray(view.n_preempt)
-            # the kernel's arguments that do not change during a run (views of the
-            # simulator's arrays); remaining time = remaining / denom, as View.durations
-            w = np.asarray(view.workers).astype(np.float64)
-            eff = w ** (view.options.scaling_exponent - 1.0)
-            self._denom = np.ascontiguousarray(w[:, None] * np.asarray(view.tput) * eff[:, None])
-            self._valid = np.ascontiguousarray((np.asarray(view.tput) > 0) & np.asarray(view.holdable))
-            self._table = np.ascontiguousarray(self._table, dtype=np.int64)
-            self._status, self._remaining = view.status, view.remaining
-            self._grace, self._workers = view.grace, view.workers
-            self._cpus_need, self._mem = view.cpus_need, view.mem
-            self._wnode, self._wgpu = view.worker_node, view.worker_gpu
-            limit = view.max_preemptions
-            self._limit = -1 if limit is None else int(limit)
-            self._scr_f = np.zeros((2, len(view.node_device)))
-            self._entry = None  # compiled entry point of the kernel (typing its ~30 arguments
-            # on every call would cost more than the call)
+            self._plan = SRPTPlan(view, self._table)
 
     def decide(self, view: View) -> list[Decision]:
         """Preempt jobs outranked by shorter ones, start the shorter ones."""
         if len(view.queue) == 0:
             return []
+        groups = self._fast_groups(view)
+        if groups is None:
+            return self._decide_all(view)
+        plan = self._plan
+        n_st, n_pre = plan.decide(view, groups)
+        self._proposed = []
+        out: list[Decision] = []
+        for j in plan.pre[:n_pre].tolist():
+            out.append(Preempt(j))
+            self._away.add(j)
+            self._proposed.append(_Preempted(j, int(plan.n_preempt[j])))
+        workers = plan.workers
+        for i in range(n_st):
+            j = int(plan.job[i])
+            w = int(workers[j])
+            d = Start(j, int(plan.dev[i]), Placement(plan.nodes[i, :w].copy(), plan.gpus[i, :w].copy()))
+            out.append(d)
+            groups.remove(j)
+            self._proposed.append(d)
+        return out
+
+    def decide_and_apply(self, view: View) -> int:
+        """What :meth:`decide` returns, carried out at once (the runner's fast path, see
+        :func:`hetgym.simulate`): the same preemptions and starts in the same order,
+        applied by :meth:`~hetgym.sim.engine.Simulator.apply_plan` in one compiled call,
+        without building decision objects. Returns the number of decisions."""
+        groups = self._fast_groups(view) if view.simulator.n_queue else None
+        if groups is None:
+            out = self.decide(view)
+            if out:
+                view.simulator.apply(out)
+            return len(out)
+        plan = self._plan
+        n_st, n_pre = plan.decide(view, groups)
+        self._proposed = []
+        self._away.update(plan.pre[:n_pre].tolist())
+        for j in plan.job[:n_st].tolist():
+            groups.remove(j)
+        view.simulator.apply_plan(plan.pre, n_pre, plan.job, plan.dev, plan.nodes, plan.gpus, n_st)
+        return n_pre + n_st
+
+    def _fast_groups(self, view: View) -> WaitingGroups | None:
+        """The shape groups brought in step with the queue, or None (and the fast path off
+        from now on) when they may not stand for it."""
         groups = getattr(self, "_groups", None)
         if groups is not None and not self._sync(view, groups):
             self._groups = groups = None  # someone else decides too: rank everything from now on
-        if groups is None:
-            return self._decide_all(view)
-        return self._decide_groups(view, groups)
+        return groups
 
     def _decide_all(self, view: View) -> list[Decision]:
         """The rule of the class docstring, straightforwardly: rank every job."""
@@ -287,89 +314,33 @@ class SRPT:
         ``view.queue`` shows them in order. Ranking keys (remaining time on the
         fastest type) are fixed while a job waits.
         """
-        st, n = view.status, view.n_jobs
+        plan = self._plan
+        st, n = plan.status, plan.n_jobs
         for d in self._proposed:
             if (st[d.job] == _QUEUED) if isinstance(d, Start) else \
-                    (self._n_preempt[d.job] <= d.before):
+                    (plan.n_preempt[d.job] <= d.before):
                 return False
-        k = self._next
+        lo = k = self._next
         while k < n and st[k] != _FUTURE:
             k += 1
-        new = np.arange(self._next, k, dtype=np.int64)
         self._next = k
-        q = view.queue
         back = [j for j in self._away if st[j] == _QUEUED]
-        self._away = {j for j in self._away if st[j] == _GRACE}
+        if self._away:
+            self._away = {j for j in self._away if st[j] == _GRACE}
         if back:
-            head = np.asarray(q[: len(back)])
-            if set(head.tolist()) != set(back):
+            head = plan.queue_head(len(back))
+            jobs = head.tolist()
+            if set(jobs) != set(back):
                 return False
-            keys = view.durations(head, remaining=True).min(axis=1)
-            for i in range(len(head) - 1, -1, -1):
+            keys = plan.keys(head).tolist()
+            for i in range(len(jobs) - 1, -1, -1):
                 self._front -= 1
-                groups.add(int(head[i]), keys[i], self._front)
-        if len(new):
-            keys = view.durations(new, remaining=True).min(axis=1)
-            for j, kk in zip(new.tolist(), keys.tolist()):
+                groups.add(jobs[i], keys[i], self._front)
+        if k > lo:
+            new = np.arange(lo, k, dtype=np.int64)
+            for j, kk in zip(new.tolist(), plan.keys(new).tolist()):
                 groups.add(j, kk, j)
-        return len(groups) == len(q)
-
-    def _decide_groups(self, view: View, groups: WaitingGroups) -> list[Decision]:
-        """Same decisions as :meth:`_decide_all` without ranking every waiting job: one
-        Numba call (:func:`baselines.kernels.srpt_decide_nb`) that walks the running
-        jobs and the heads of the shape groups (:class:`WaitingGroups`) merged in rank
-        order, taking further jobs of a group only while its jobs start."""
-        self._proposed = []
-        sim = view.simulator
-        live = np.flatnonzero(groups.count > 0).tolist()
-        lists = groups.lists
-        plen = 8
-        while True:
-            parts = [groups.prefix(g, plen) for g in live]  # cached while a group is unchanged
-            arr = np.concatenate(parts) if parts else np.empty((0, 3))
-            n = len(arr)
-            if n == 0:
-                return []
-            lens = [len(a) for a in parts]
-            hoff = np.zeros(len(live) + 1, dtype=np.int64)
-            np.cumsum(lens, out=hoff[1:])
-            hfull = np.asarray([len(lists[g]) <= plen for g in live])
-            plan, now = view.capacity(), view.capacity()
-            running = np.array(view.running)
-            out_pre = np.empty(len(running), dtype=np.int64)
-            out_job = np.empty(n, dtype=np.int64)
-            out_dev = np.empty(n, dtype=np.int64)
-            wmax = self._wnode.shape[1]
-            out_nodes = np.empty((n, wmax), dtype=np.int64)
-            out_gpus = np.empty((n, wmax), dtype=np.int64)
-            out_n = np.zeros(1, dtype=np.int64)
-            args = (
-                running, self._status, _GRACE, self._n_preempt, self._limit, self._remaining,
-                self._denom, self._valid, self._grace, np.ascontiguousarray(arr[:, 0]),
-                arr[:, 1].astype(np.int64), arr[:, 2].astype(np.int64), hoff, hfull, self._table,
-                self._workers, self._cpus_need, self._mem, self._wnode, self._wgpu,
-                int(plan.policy), sim.nodes, plan.ns, now.ns, sim.state.run.scr_i, self._scr_f,
-                out_pre, out_job, out_dev, out_nodes, out_gpus, out_n)
-            if self._entry is None:  # the arguments' types do not change during a run
-                self._entry = entry(srpt_decide_nb, *args)
-            k = self._entry(*args)
-            if k >= 0:
-                break
-            plen *= 4  # a group's prefix ran out while its jobs kept starting
-        out: list[Decision] = []
-        for j in out_pre[: int(out_n[0])].tolist():
-            out.append(Preempt(j))
-            self._away.add(j)
-            self._proposed.append(_Preempted(j, int(self._n_preempt[j])))
-        workers = self._workers
-        for i in range(k):
-            j = int(out_job[i])
-            w = int(workers[j])
-            d = Start(j, int(out_dev[i]), Placement(out_nodes[i, :w].copy(), out_gpus[i, :w].copy()))
-            out.append(d)
-            groups.remove(j)
-            self._proposed.append(d)
-        return out
+        return len(groups) == view.simulator.n_queue
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,9 @@
 """Numba kernels of the baselines (the inner loops of their decisions).
 
-* :func:`srpt_decide_nb`: one decision of :class:`baselines.classic.SRPT`.
+* :func:`srpt_decide_nb`: one decision of :class:`baselines.classic.SRPT`
+  (:func:`best_time_nb`: its ranking key, remaining time on the fastest type).
+* :func:`group_bounds_nb`: how many jobs of each shape group may fit
+  (:class:`baselines.parts.WaitingGroups`, SJF's and SRPT's fast paths).
 * :func:`jsq_omega_nb`: JSQ+'s projected machine free times
   (:class:`baselines.allox_naive.JSQPlus`).
 * :func:`pairs_admit_nb`: SJF+'s walk over (job, device type) pairs
@@ -33,7 +36,8 @@ from numba import njit
 
 from hetgym.sim.kernels import alloc_nb, may_fit_arrays_nb, node_slots_nb, place_nb
 
-__all__ = ["NEED_MORE", "any_start_nb", "jsq_omega_nb", "pairs_admit_nb", "share_fill_nb", "srpt_decide_nb"]
+__all__ = ["NEED_MORE", "any_start_nb", "best_time_nb", "group_bounds_nb", "jsq_omega_nb", "pairs_admit_nb",
+           "share_fill_nb", "srpt_decide_nb"]
 
 #: Return value (minus the group's position) when a group's prefix ran out: call again
 #: with longer prefixes.
@@ -102,22 +106,48 @@ def _place_first_nb(j, table, workers, cpus_need, mem, policy, nodes, cap, scr_i
 
 
 @njit(cache=True)
+def best_time_nb(jobs, remaining, den, valid, out):
+    """``out[i]``: the least ``remaining[j] / den[j, c]`` over the ``valid`` types of job
+    ``j = jobs[i]`` (inf if none): ``View.durations(jobs, remaining=True).min(axis=1)``
+    with the divisors computed once (the same floating-point operations)."""
+    for i in range(jobs.shape[0]):
+        j = jobs[i]
+        best = np.inf
+        for c in range(den.shape[1]):
+            if valid[j, c]:
+                best = min(best, remaining[j] / den[j, c])
+        out[i] = best
+
+
+@njit(cache=True)
 def srpt_decide_nb(running, status, grace_code, n_preempt, limit, remaining, denom, valid,
-                   grace, hk, ht, hj, hoff, hfull, table, workers, cpus_need, mem,
-                   worker_node, worker_gpu, policy, nodes, plan, now, scr_i, scr_f,
-                   out_pre, out_job, out_dev, out_nodes, out_gpus, out_n):
+                   grace, heads, hoff, hfull, table, workers, cpus_need, mem,
+                   worker_node, worker_gpu, policy, nodes, free, plan, now, scr_i, scr_f,
+                   exact_sums, out_pre, out_job, out_dev, out_nodes, out_gpus, out_n):
     """One SRPT decision (module docstring).
 
     Args (beyond the simulator's arrays): ``denom[j, c]`` is ``W * tput * W ** (e - 1)``
-    (remaining time = ``remaining / denom`` where ``valid``); ``hk``, ``ht``, ``hj``: keys,
-    ties and jobs of the groups' prefixes, group ``g`` at ``hoff[g]:hoff[g + 1]``,
-    ``hfull[g]`` when that prefix is the whole group; ``plan`` and ``now``: two scratch
-    copies of the free capacity (both modified); ``limit`` -1 for no preemption limit.
+    (remaining time = ``remaining / denom`` where ``valid``); ``heads[p]``: key, tie and
+    job (as floats) of the groups' prefixes, group ``g`` at ``hoff[g]:hoff[g + 1]``,
+    ``hfull[g]`` when that prefix is the whole group; ``free``: the simulator's free
+    capacity (a ``NodeState``, read only); ``plan`` and ``now``: two scratch ``NodeState``
+    of the same shapes, overwritten with copies of ``free`` here; ``limit`` -1 for no
+    preemption limit; ``exact_sums``: every amount of cores and memory (jobs' and nodes')
+    is an integer, so that sums of them do not depend on their order (then the running
+    jobs that rank before every waiting job are not walked: same result, less work).
 
     Returns the number of starts written to ``out_job``, ``out_dev``, ``out_nodes[k, :W]``,
     ``out_gpus[k, :W]`` (``out_n[0]``: the number of preemptions, in ``out_pre``), or
     ``NEED_MORE - g`` when group ``g``'s prefix is too short (nothing is written then).
     """
+    for cap in (plan, now):  # the scratch copies of free capacity
+        cap.free_gpus[:] = free.free_gpus
+        cap.free_cpus[:] = free.free_cpus
+        cap.free_mem[:] = free.free_mem
+        cap.gpu_owner[:, :] = free.gpu_owner
+        cap.free_dev[:] = free.free_dev
+    hk = heads[:, 0]
+    ht = heads[:, 1]
     nr = running.shape[0]
     movable = np.empty(nr, dtype=np.int64)
     m = 0
@@ -129,25 +159,38 @@ def srpt_decide_nb(running, status, grace_code, n_preempt, limit, remaining, den
         m += 1
     movable = movable[:m]
     rem = np.empty(m)
+    best_time_nb(movable, remaining, denom, valid, rem)
+    n_groups = hoff.shape[0] - 1
+    keep = np.zeros(m, dtype=np.bool_)  # by position in ``movable``
+    # With exact sums, the running jobs that rank before every waiting job (remaining time
+    # <= the least key) are left out of the walk: nothing can have taken their places
+    # before them, so each would keep its place, and giving back and taking again the
+    # same integral amounts leaves the scratch capacity as it was.
+    first = -np.inf  # nothing left out
+    if exact_sums:
+        first = np.inf
+        for g in range(n_groups):
+            if hoff[g] < hoff[g + 1]:
+                first = min(first, hk[hoff[g]])
+    walk = np.empty(m, dtype=np.int64)  # positions walked, in ``movable`` order
+    mt = 0
     for a in range(m):
-        j = movable[a]
-        best = np.inf
-        for c in range(denom.shape[1]):
-            if valid[j, c]:
-                best = min(best, remaining[j] / denom[j, c])
-        rem[a] = best
-    order = np.argsort(rem, kind="mergesort")
+        if rem[a] <= first:
+            keep[a] = True
+        else:
+            walk[mt] = a
+            mt += 1
+    walk = walk[:mt]
+    order = walk[np.argsort(rem[walk], kind="mergesort")]  # stable: ties in start order
     node_dev, dev_is_cpu = nodes.dev, nodes.dev_is_cpu
     pc = (plan.free_gpus, plan.free_cpus, plan.free_mem, plan.free_dev, plan.gpu_owner)
     free_cpus, free_mem, gpu_owner = plan.free_cpus, plan.free_mem, plan.gpu_owner
-    for a in range(m):  # every movable job gives back what it holds
-        _alloc_running_nb(movable[a], -1, workers, worker_node, worker_gpu, cpus_need, mem, node_dev,
-                          dev_is_cpu, pc)
-    n_groups = hoff.shape[0] - 1
+    for i in range(mt):  # every movable job walked gives back what it holds
+        _alloc_running_nb(movable[walk[i]], -1, workers, worker_node, worker_gpu, cpus_need, mem,
+                          node_dev, dev_is_cpu, pc)
     cur = hoff[:n_groups].copy()
     alive = np.ones(n_groups, dtype=np.bool_)
-    keep = np.zeros(m, dtype=np.bool_)  # by position in ``movable``
-    starts = np.empty(hj.shape[0], dtype=np.int64)
+    starts = np.empty(heads.shape[0], dtype=np.int64)
     n_st = 0
     wmax = worker_node.shape[1]
     tmp_n = np.empty(wmax, dtype=np.int64)
@@ -170,7 +213,7 @@ def srpt_decide_nb(running, status, grace_code, n_preempt, limit, remaining, den
                 if hk[p] < hk[b] or (hk[p] == hk[b] and ht[p] < ht[b]):
                     best = g
         key = hk[cur[best]] if best >= 0 else np.inf
-        while i < m and rem[order[i]] <= key:  # running jobs that rank first keep their place
+        while i < mt and rem[order[i]] <= key:  # running jobs that rank first keep their place
             a = order[i]  # if it is free (written out here: as a helper call it costs 10x)
             j = movable[a]
             w = workers[j]
@@ -199,7 +242,7 @@ def srpt_decide_nb(running, status, grace_code, n_preempt, limit, remaining, den
             i += 1
         if best < 0:
             break
-        j = hj[cur[best]]
+        j = np.int64(heads[cur[best], 2])
         if _place_first_nb(j, table, workers, cpus_need, mem, policy, nodes, plan, scr_i, tmp_n,
                            tmp_g) >= 0:
             starts[n_st] = j
@@ -231,6 +274,49 @@ def srpt_decide_nb(running, status, grace_code, n_preempt, limit, remaining, den
             out_gpus[k_out, : workers[j]] = tmp_g[: workers[j]]
             k_out += 1
     return k_out
+
+
+@njit(cache=True)
+def group_bounds_nb(groups, dcol, valid, has_c, has_m, inv_c, inv_m, wf, cpu_col, tol, node_dev,
+                    n_dev, free_gpus, free_cpus, free_mem, with_max, out):
+    """``out[i]``: an upper bound on how many jobs of shape group ``groups[i]`` fit on the free
+    capacity (:meth:`baselines.parts.WaitingGroups.bounds`): per candidate type ``d`` of the
+    group (column ``k``: ``dcol[g, k]``, ``valid[g, k]``), the workers that the type's free
+    GPUs (unless ``cpu_col``), cores and memory hold in total, plus ``tol[g, k]``, floored,
+    divided by the gang (``wf[g]``) and floored, summed over the candidates (``n_dev``
+    device types; node ``n`` is of type ``node_dev[n]``). With
+    ``with_max``, a type whose best node has not the cores or memory of one worker counts 0."""
+    tg = np.zeros(n_dev)
+    tc = np.zeros(n_dev)
+    tm = np.zeros(n_dev)
+    mc = np.full(n_dev, -np.inf)
+    mm = np.full(n_dev, -np.inf)
+    for n in range(node_dev.shape[0]):
+        d = node_dev[n]
+        tg[d] += free_gpus[n]
+        tc[d] += free_cpus[n]
+        tm[d] += free_mem[n]
+        mc[d] = max(mc[d], free_cpus[n])
+        mm[d] = max(mm[d], free_mem[n])
+    for i in range(groups.shape[0]):
+        g = groups[i]
+        s = 0.0
+        for k in range(dcol.shape[1]):
+            if not valid[g, k]:
+                continue
+            d = dcol[g, k]
+            slots = np.inf
+            if has_c[g, k]:
+                slots = min(slots, tc[d] * inv_c[g, k])
+            if has_m[g, k]:
+                slots = min(slots, tm[d] * inv_m[g, k])
+            if not cpu_col[g, k]:
+                slots = min(slots, tg[d])
+            if with_max and not ((not has_c[g, k] or mc[d] * inv_c[g, k] + 1e-6 >= 1.0)
+                                 and (not has_m[g, k] or mm[d] * inv_m[g, k] + 1e-6 >= 1.0)):
+                slots = 0.0
+            s += np.floor(np.floor(slots + tol[g, k]) / wf[g])
+        out[i] = s
 
 
 @njit(cache=True)

@@ -22,7 +22,9 @@ from typing import Protocol
 
 import numpy as np
 
+from baselines.kernels import group_bounds_nb
 from hetgym.decisions import Start
+from hetgym.sim.dispatch import entry
 from hetgym.sim.view import CapacityModel, View
 
 __all__ = [
@@ -224,6 +226,11 @@ class WaitingGroups:
         self._wf = self.w.astype(np.float64)[:, None]
         self._cpu_col = self._is_cpu[self._d]
         self._tol = 1e-6 * (1.0 + self._on.sum(axis=1)[self._d])
+        c = np.ascontiguousarray
+        self._bound_args = (c(self._d), c(self._valid), c(self._has_c), c(self._has_m),
+                            c(self._inv_c), c(self._inv_m), c(self._wf[:, 0]),
+                            c(self._cpu_col), c(self._tol), c(nd), self._n_dev)
+        self._bound_entry = None
 
     def __len__(self) -> int:
         return len(self.entry)
@@ -232,23 +239,34 @@ class WaitingGroups:
         """A job starts waiting; it sorts by ``(key, tie)`` within its group."""
         e = (float(key), int(tie), int(job))
         g = int(self.gid[job])
-        bisect.insort(self.lists[g], e)
+        lst = self.lists[g]
+        i = bisect.bisect_right(lst, e)
+        lst.insert(i, e)
         self.count[g] += 1
         self.entry[int(job)] = e
-        self._prefix.pop(g, None)
+        self._changed(g, i)
 
     def remove(self, job: int) -> None:
         """A job stops waiting (started)."""
         e = self.entry.pop(int(job))
         g = int(self.gid[job])
         lst = self.lists[g]
-        del lst[bisect.bisect_left(lst, e)]
+        i = bisect.bisect_left(lst, e)
+        del lst[i]
         self.count[g] -= 1
-        self._prefix.pop(g, None)
+        self._changed(g, i)
+
+    def _changed(self, g: int, i: int) -> None:
+        """Entry ``i`` of group ``g`` was inserted or deleted: forget the group's cached
+        prefix if that entry lies inside it (a change further down leaves it as it was)."""
+        hit = self._prefix.get(g)
+        if hit is not None and i < hit[0]:
+            del self._prefix[g]
 
     def prefix(self, g: int, k: int) -> np.ndarray:
         """float64[min(k, len), 3]: the first ``k`` entries ``(key, tie, job)`` of group ``g``
-        (kept until the group changes: most groups do not change between decisions)."""
+        (kept until an entry among the first ``k`` changes: most groups' heads do not
+        change between decisions)."""
         hit = self._prefix.get(g)
         if hit is None or hit[0] != k:
             lst = self.lists[g]
@@ -270,46 +288,24 @@ class WaitingGroups:
         live = np.flatnonzero(self.count > 0)
         if len(live) == 0 or self._on.shape[1] == 0:
             return out
-        fg = np.asarray(free_gpus, dtype=np.float64)
-        fc = np.asarray(free_cpus, dtype=np.float64)
-        fm = np.asarray(free_mem, dtype=np.float64)
-        on = self._on
-        out[live] = self.bound_rows(live, on @ fg, on @ fc, on @ fm,
-                                    np.where(on, fc, -np.inf).max(axis=1),
-                                    np.where(on, fm, -np.inf).max(axis=1))
+        out[live] = self.bound_rows(live, free_gpus, free_cpus, free_mem)
         return out
 
-    def free_totals(self, free_gpus: np.ndarray, free_cpus: np.ndarray, free_mem: np.ndarray
-                    ) -> np.ndarray:
-        """float64[3, C]: free GPUs, cores and memory per device type."""
-        on = self._on
-        return np.stack([on @ np.asarray(free_gpus, dtype=np.float64),
-                         on @ np.asarray(free_cpus, dtype=np.float64),
-                         on @ np.asarray(free_mem, dtype=np.float64)])
-
-    def bound_rows(self, groups: np.ndarray, tot_g: np.ndarray, tot_c: np.ndarray,
-                   tot_m: np.ndarray, max_c: np.ndarray | None = None,
-                   max_m: np.ndarray | None = None) -> np.ndarray:
-        """Upper bound on the jobs of each of ``groups`` that fit on free capacity given by
-        per-type totals (``(C,)``, or ``(len(groups), C)``: one capacity per group) and,
-        optionally, the most cores and memory free on one node of each type."""
-        g = np.asarray(groups, dtype=np.int64)
-        d = self._d[g]
-
-        def at(x: np.ndarray) -> np.ndarray:
-            x = np.asarray(x, dtype=np.float64)
-            return x[d] if x.ndim == 1 else x[np.arange(len(g))[:, None], d]
-
-        inv_c, inv_m, has_c, has_m = self._inv_c[g], self._inv_m[g], self._has_c[g], self._has_m[g]
-        slots = np.minimum(np.where(has_c, at(tot_c) * inv_c, np.inf),
-                           np.where(has_m, at(tot_m) * inv_m, np.inf))
-        slots = np.where(self._cpu_col[g], slots, np.minimum(slots, at(tot_g)))
-        if max_c is not None:
-            room = (~has_c | (at(max_c) * inv_c + 1e-6 >= 1.0)) & \
-                   (~has_m | (at(max_m) * inv_m + 1e-6 >= 1.0))
-            slots = np.where(room, slots, 0.0)
-        jobs = np.where(self._valid[g], np.floor(np.floor(slots + self._tol[g]) / self._wf[g]), 0.0)
-        return jobs.sum(axis=1)
+    def bound_rows(self, groups: np.ndarray, free_gpus: np.ndarray, free_cpus: np.ndarray,
+                   free_mem: np.ndarray, best_node: bool = True) -> np.ndarray:
+        """Upper bound on the jobs of each of ``groups`` that fit on this free capacity
+        (:func:`baselines.kernels.group_bounds_nb`): from the per-type totals and, with
+        ``best_node``, the most cores and memory free on one node of each type (a bound
+        from the totals alone is looser, still never below what fits)."""
+        out = np.empty(len(groups))
+        args = (np.ascontiguousarray(groups, dtype=np.int64), *self._bound_args,
+                np.ascontiguousarray(free_gpus, dtype=np.int64),
+                np.ascontiguousarray(free_cpus, dtype=np.float64),
+                np.ascontiguousarray(free_mem, dtype=np.float64), bool(best_node), out)
+        if self._bound_entry is None:
+            self._bound_entry = entry(group_bounds_nb, *args)
+        self._bound_entry(*args)
+        return out
 
     def candidates(self, bound: np.ndarray, blocking: bool) -> np.ndarray:
         """The waiting jobs a greedy walk in ``(key, tie)`` order could start, in that order.

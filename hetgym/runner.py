@@ -28,7 +28,11 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
     """Simulate ``scenario`` under ``scheduler`` and return a :class:`~hetgym.metrics.Result`.
 
     At every decision point (after the events of one instant) the scheduler's
-    ``decide(view)`` is called once and its decisions are applied in order.
+    ``decide(view)`` is called once and its decisions are applied in order. A
+    scheduler may offer ``decide_and_apply(view) -> int`` besides: it is then called
+    instead, carries out what ``decide`` would return (the same decisions, in the same
+    order, e.g. through :meth:`~hetgym.sim.engine.Simulator.apply_plan`) and returns how
+    many decisions that were (its time counts as decision time).
     Instants at which no job waits are not decision points unless the scheduler
     sets ``call_when_queue_empty = True`` or asks for rounds (``round_length``).
     A scheduler with a ``next_wakeup(view)`` method is asked after every decision
@@ -58,6 +62,7 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
     view = sim.view
     scheduler.reset(view)
     wakeup = getattr(scheduler, "next_wakeup", None)
+    fast = getattr(scheduler, "decide_and_apply", None)
     if wakeup is not None:
         sim.set_wakeup(wakeup(view))
     times: list[float] = []
@@ -80,12 +85,18 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
         if not every_event and sim.n_queue == 0 and not timer:
             continue  # nothing waits: no decision to make (see Scheduler protocol)
         a = perf()
-        decisions = scheduler.decide(view)
-        times.append(perf() - a)
-        sim.decision_points += 1
-        if decisions:
-            sim.apply(decisions)
-        elif timer and sim.n_running == 0 and sim.next_arrival == sim.n_jobs:
+        if fast is not None:
+            decided = fast(view)
+            times.append(perf() - a)
+            sim.decision_points += 1
+        else:
+            decisions = scheduler.decide(view)
+            times.append(perf() - a)
+            sim.decision_points += 1
+            decided = decisions
+            if decisions:
+                sim.apply(decisions)
+        if not decided and timer and sim.n_running == 0 and sim.next_arrival == sim.n_jobs:
             break  # a timed instant with an idle cluster changed nothing: every later one would too
         if wakeup is not None:
             sim.set_wakeup(wakeup(view))

@@ -278,6 +278,43 @@ class Simulator:
                 raise SchedulingError(
                     f"unknown decision {d!r}; expected Start, Preempt, Move or Wait")
 
+    def apply_plan(self, pre: np.ndarray, n_pre: int, jobs: np.ndarray, devs: np.ndarray,
+                   nodes: np.ndarray, gpus: np.ndarray, n_st: int) -> None:
+        """``apply`` of ``Preempt(pre[i])`` for ``i < n_pre``, then ``Start(jobs[k], devs[k],
+        Placement(nodes[k, :W], gpus[k, :W]))`` for ``k < n_st`` (``W`` the job's gang size),
+        in one compiled call (:func:`hetgym.sim.batch.apply_plan_nb`: the same kernels, the
+        same order, the same checks; a refused decision raises the same error as ``apply``).
+        Arrays: int64, C-contiguous, ``nodes``/``gpus`` of shape ``(>= n_st, >= W)``."""
+        from hetgym.sim.batch import PLAN_OK, apply_plan_nb
+
+        arr = np.ascontiguousarray
+        i64 = np.int64
+        pre, jobs, devs = arr(pre, dtype=i64), arr(jobs, dtype=i64), arr(devs, dtype=i64)
+        nodes, gpus = arr(nodes, dtype=i64), arr(gpus, dtype=i64)
+        limit = self.options.max_preemptions
+        limit = -1 if limit is None else int(limit)
+        if self.ctr[CTR_SEG] + n_pre > self.state.run.seg_i.shape[0]:
+            self.grow_segments()
+        p0 = s0 = 0
+        while True:
+            e = self._entries.get("apply_plan_nb")
+            if e is None:
+                e = self._entries["apply_plan_nb"] = self._binder.entry(
+                    apply_plan_nb, pre, 0, 0, jobs, devs, nodes, gpus, 0)
+            code, i = e(pre[p0:], n_pre - p0, limit, jobs[s0:], devs[s0:], nodes[s0:],
+                        gpus[s0:], n_st - s0, self.kP, self.kS)
+            if code == PLAN_OK:
+                return
+            if i < n_pre - p0:  # refused (or the log is full): apply() would say why
+                self.preempt(int(pre[p0 + i]))
+                p0 += i + 1
+                continue
+            k = s0 + i - (n_pre - p0)
+            p0 = n_pre
+            w = int(self.jobs.workers[jobs[k]])
+            self.start(int(jobs[k]), int(devs[k]), Placement(nodes[k, :w], gpus[k, :w]))
+            s0 = k + 1
+
     def device_index(self, device: str | int | None) -> int:
         """Index of a device key or index in this scenario's device types."""
         if isinstance(device, (int, np.integer)):

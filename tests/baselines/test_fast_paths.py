@@ -20,6 +20,7 @@ import baselines
 import hetgym
 from baselines.classic import SRPT
 from baselines.parts import FastestOnly, WaitingGroups, preference
+from baselines.srpt_plan import exact_sums
 from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
 from hetgym.decisions import Preempt, Start
 from hetgym.sim.engine import Simulator
@@ -28,8 +29,10 @@ EXAMPLES = settings(max_examples=25, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 
 
-def workload(seed: int, n: int, span: float, grace: bool, cpu_nodes: bool) -> Scenario:
-    """``n`` jobs on a few nodes of three GPU types (and CPU nodes), dyadic values."""
+def workload(seed: int, n: int, span: float, grace: bool, cpu_nodes: bool,
+             halves: bool = False) -> Scenario:
+    """``n`` jobs on a few nodes of three GPU types (and CPU nodes), dyadic values
+    (``halves``: cores and memory per worker not all integers)."""
     rng = np.random.default_rng(seed)
     nodes = [NodeSpec(name="k", count=2, gpu_type="K80", gpus=8, cpus=32, mem_gb=64),
              NodeSpec(name="p", count=1, gpu_type="P100", gpus=4, cpus=8, mem_gb=32),
@@ -48,6 +51,9 @@ def workload(seed: int, n: int, span: float, grace: bool, cpu_nodes: bool) -> Sc
         "mem_gb": rng.choice([0.0, 2.0, 4.0, 6.0, 8.0], n),
         "grace_period": rng.choice([0.0, 0.0, 8.0], n) if grace else 0.0,
     })
+    if halves:
+        df["cpus"] = np.where(df["cpus"] > 0, df["cpus"] - 0.5, 0.0)
+        df["mem_gb"] = df["mem_gb"] + rng.choice([0.0, 0.25, 1.5], n)
     for d in cluster.device_types:
         df[f"tput_{d}"] = rng.choice([0.0, 0.5, 1.0, 1.0, 2.0, 4.0], n)
     df["tput_k80"] = np.maximum(df["tput_k80"], 0.5)  # every job fits a K80 node
@@ -185,18 +191,30 @@ def test_srpt_matches_plain_ranking(seed, n, span, cpu_nodes, fastest_only) -> N
     assert_same_schedule(sc, fast, PlainSRPT(fastest_only))
 
 
+@EXAMPLES
+@given(seed=st.integers(0, 2**20), n=st.integers(40, 120), span=st.sampled_from([0.0, 100.0, 400.0]),
+       cpu_nodes=st.booleans(), halves=st.booleans())
+def test_srpt_matches_plain_ranking_with_and_without_exact_sums(seed, n, span, cpu_nodes,
+                                                                halves) -> None:
+    """The kernel's shortcut for integral amounts (``exact_sums``) and its full walk."""
+    sc = workload(seed, n, span, grace=True, cpu_nodes=cpu_nodes, halves=halves)
+    assert exact_sums(Simulator(sc)) == (not halves)
+    assert_same_schedule(sc, baselines.make("srpt"), PlainSRPT(False))
+
+
 def test_fast_paths_are_taken() -> None:
     """The comparisons above exercise the shape groups, not only the short-queue shortcut."""
     sc = workload(3, 150, 0.0, grace=True, cpu_nodes=True)
     for sched in (baselines.make("sjf"), baselines.make("srpt")):
         seen = []
-        inner = type(sched).decide
+        name = "decide_and_apply" if hasattr(sched, "decide_and_apply") else "decide"
+        inner = getattr(type(sched), name)
 
         def spy(self, view, inner=inner, seen=seen):
             seen.append((len(view.queue), len(self._groups)))
             return inner(self, view)
 
-        sched.decide = spy.__get__(sched)  # type: ignore[method-assign]
+        setattr(sched, name, spy.__get__(sched))
         hetgym.simulate(sc, sched)
         assert max(q for q, _ in seen) > 100
         assert sched._groups is not None and len(sched._groups.count) > 1
@@ -231,6 +249,33 @@ def test_group_bounds_never_below_what_fits(seed, k) -> None:
                                             for d in preference(view)[j] if d >= 0):
             fits += 1
         assert fits <= bound[g], (g, fits, bound[g])
+    live = np.flatnonzero(groups.count > 0)
+    loose = groups.bound_rows(live, cap.free_gpus, cap.free_cpus, cap.free_mem, False)
+    assert (loose >= bound[live]).all()  # from the totals alone: never tighter
+    for best_node in (True, False):
+        want = _bounds_numpy(groups, live, cap.free_gpus, cap.free_cpus, cap.free_mem, best_node)
+        got = groups.bound_rows(live, cap.free_gpus, cap.free_cpus, cap.free_mem, best_node)
+        np.testing.assert_array_equal(got, want)
+
+
+def _bounds_numpy(groups: WaitingGroups, g: np.ndarray, free_gpus, free_cpus, free_mem,
+                  best_node: bool) -> np.ndarray:
+    """The rule of ``group_bounds_nb`` in numpy, written out from its docstring (how the
+    bounds were computed before the kernel)."""
+    on = groups._on
+    fg, fc, fm = (np.asarray(x, dtype=np.float64) for x in (free_gpus, free_cpus, free_mem))
+    d = groups._d[g]
+    tot_g, tot_c, tot_m = (on @ fg)[d], (on @ fc)[d], (on @ fm)[d]
+    inv_c, inv_m, has_c, has_m = groups._inv_c[g], groups._inv_m[g], groups._has_c[g], groups._has_m[g]
+    slots = np.minimum(np.where(has_c, tot_c * inv_c, np.inf), np.where(has_m, tot_m * inv_m, np.inf))
+    slots = np.where(groups._cpu_col[g], slots, np.minimum(slots, tot_g))
+    if best_node:
+        max_c = np.where(on, fc, -np.inf).max(axis=1)[d]
+        max_m = np.where(on, fm, -np.inf).max(axis=1)[d]
+        room = (~has_c | (max_c * inv_c + 1e-6 >= 1.0)) & (~has_m | (max_m * inv_m + 1e-6 >= 1.0))
+        slots = np.where(room, slots, 0.0)
+    jobs = np.where(groups._valid[g], np.floor(np.floor(slots + groups._tol[g]) / groups._wf[g]), 0.0)
+    return jobs.sum(axis=1)
 
 
 @pytest.mark.parametrize("name", ["sjf", "srpt", "bf"])
