@@ -172,9 +172,10 @@ class FirstPrinciple:
         self.classes = NodeClasses.of(view)
         # whether a job has any configuration (a (class, g) that fits an empty node of the
         # class): static per job, so computed once; jobs without one are outside the model
-        every = np.arange(view.n_jobs, dtype=np.int64)
-        tab = config_table(view, self.classes, every)
-        self._inside = (tab.dlen + tab.clen) > 0
+        self._inside = np.zeros(view.n_jobs, dtype=bool)
+        for lo in range(0, view.n_jobs, 4096):  # in chunks: the table is jobs x configurations
+            tab = config_table(view, self.classes, np.arange(lo, min(lo + 4096, view.n_jobs)))
+            self._inside[lo:lo + 4096] = (tab.dlen + tab.clen) > 0
 
     def _sorted(self, view: Any, q: np.ndarray) -> np.ndarray:
         arr = view.arrival[q]

@@ -135,3 +135,18 @@ def test_tiresias_walk_matches_plain_with_grace_and_limits() -> None:
     for seed in range(4):
         sc = workload(seed, 120, 100.0, grace=True, cpu_nodes=True)
         assert_same_schedule(sc, Tiresias.make(), PlainTiresias.make())
+
+
+def test_first_principle_inside_the_model_computed_in_chunks() -> None:
+    """Whether each job has a configuration, computed per 4,096 jobs at reset, is the
+    whole table's answer (past a chunk boundary, with jobs outside the model too)."""
+    from hetgym.sim.engine import Simulator
+
+    sc = hetgym.scenarios.get("philly-hetero", n_jobs=4500)  # about 9% outside the model
+    sim = Simulator(sc)
+    fp = FirstPrinciple()
+    fp.reset(sim.view)
+    tab = config_table(sim.view, fp.classes, np.arange(sim.view.n_jobs))
+    want = (tab.dlen + tab.clen) > 0
+    assert len(fp._inside) == 4500 and (fp._inside == want).all()
+    assert want[4096:].any() and not want.all()
