@@ -9,7 +9,10 @@ Prints a Markdown table: for each scheduler and offered load, the wall time of
 ``hetgym.simulate`` (Numba compile time excluded: every scheduler first runs a tiny
 scenario in the same process), events per second, and the growth exponent ``b`` of
 ``time ~ jobs ** b`` fitted by least squares on log-log over the sizes that ran
-(at least two). Then every registered baseline on ``fitgpp-lab`` (8,192 jobs).
+(at least two). Then every registered baseline on ``fitgpp-lab`` (8,192 jobs;
+``--lab`` picks them, ``--schedulers ""`` skips the scaling table), each in its own child
+process: time on ``--clock``, the other clock, decision points, events, whether the run
+stalled, or ``does not run: <error>`` for a baseline that cannot run on that cluster.
 
 Workload: :class:`hetgym.generators.SyntheticGenerator` as in ``scripts/bench.py``
 (lognormal durations, mean 1,800 s on a V100; gangs of 1/2/4/8 workers) on the
