@@ -2,11 +2,14 @@
 
     python scripts/bench_startup.py            # one process: load, simulate, print times
     NUMBA_CACHE_DIR=$(mktemp -d) python scripts/bench_startup.py   # right after install
+    NUMBA_CACHE_DIR=$(mktemp -d) python scripts/bench_startup.py --env   # the env instead
 
 Loads the first 300 Gavel-traceable jobs of the packaged ``6c71a0.trace`` (jobs of at
 most 4 GPUs that Gavel measured on every type), simulates them with FIFO on a
 3 x 9 x 4-GPU cluster (V100, P100, K80) and prints the process's times. Wrap it in
-``/usr/bin/time`` for the whole process, interpreter start included.
+``/usr/bin/time`` for the whole process, interpreter start included. With ``--env`` it
+does ``gym.make("HetCluster-v0")``, a reset and one step (the first feasible action)
+instead.
 """
 
 import sys
@@ -16,6 +19,20 @@ from pathlib import Path
 T0 = time.perf_counter()
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+if "--env" in sys.argv[1:]:
+    import gymnasium as gym
+
+    import hetgym  # registers the env ids
+
+    T1 = time.perf_counter()
+    env = gym.make("HetCluster-v0")
+    _, info = env.reset(seed=0)
+    T2 = time.perf_counter()
+    env.step(int(info["action_mask"].argmax()))
+    T3 = time.perf_counter()
+    print(f"import {T1 - T0:.2f} s, make + reset {T2 - T1:.2f} s, first step {T3 - T2:.2f} s")
+    sys.exit(0)
 
 from gavel_check import hetgym_scenario, select_jobs
 

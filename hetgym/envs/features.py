@@ -145,7 +145,7 @@ def _socket_features_nb(c, nodes, ns):
     return free, (n_shared / n_busy if n_busy > 0 else 0.0)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def observe_nb(P, S, EP, ES):
     """Fill ``ES.obs`` with the observation (see the module table) from the state and the
     windows ``ES.win[:ES.nwin[0]]`` / ``ES.rwin[:ES.nwin[1]]``."""

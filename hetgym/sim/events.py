@@ -13,7 +13,12 @@ follow the same rules (pure, no RNG or I/O).
 
 Flags are never passed to a compiled callee as constants: Numba types a constant
 argument as a literal and compiles the callee again for it (several seconds for a
-kernel over the whole state), so call sites pass run-time values instead.
+kernel over the whole state), so call sites pass run-time values instead. A
+mechanism a run does not use is left out of its compiled kernels by type, chosen
+in Python: a run without interference passes a
+:data:`~hetgym.sim.mirror.PlainParamsK`, for which :func:`refresh_rates` and the
+interfered rate resolve to nothing and to the plain rate at compile time
+(:mod:`hetgym.sim.interference`).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ import numpy as np
 from numba import njit
 
 from hetgym.sim.codes import DONE, GRACE, QUEUED, RUNNING
-from hetgym.sim.interference import copies_rate_nb, refresh_rates_nb
+from hetgym.sim.interference import copies_rate_nb, refresh_rates
 from hetgym.sim.kernels import (
     alloc_nb,
     check_placement_nb,
@@ -62,29 +67,33 @@ def power_busy_nb(w, wnodes, wgpus, sign, cpus_row, nodes, run):
     and busy seconds are brought up to now only when its power changes) and switches a
     node's ``switch_w`` (its idle power under ``idle_power="busy_nodes"``) on with its
     first worker and off with its last."""
-    now = run.acc[ACC_NOW]
+    acc, busy = run.acc, run.busy
+    node_t, node_e, node_pw, node_units, node_busy = (run.node_t, run.node_e, run.node_pw,
+                                                      run.node_units, run.node_busy)
+    dev, gpu_w, core_w, switch_w = nodes.dev, nodes.gpu_w, nodes.core_w, nodes.switch_w
+    now = acc[ACC_NOW]
     for i in range(w):
         n = wnodes[i]
-        d = nodes.dev[n]
-        el = now - run.node_t[n]
+        d = dev[n]
+        el = now - node_t[n]
         if el > 0.0:
-            run.node_e[n] += run.node_pw[n] * el
-            if run.node_units[n] > 0:
-                run.node_busy[n] += el
-            run.node_t[n] = now
+            node_e[n] += node_pw[n] * el
+            if node_units[n] > 0:
+                node_busy[n] += el
+            node_t[n] = now
         if wgpus[i] >= 0:
-            run.acc[ACC_POWER] += sign * nodes.gpu_w[n]
-            run.busy[d] += sign
-            run.node_pw[n] += sign * nodes.gpu_w[n]
+            acc[ACC_POWER] += sign * gpu_w[n]
+            busy[d] += sign
+            node_pw[n] += sign * gpu_w[n]
         else:
-            run.acc[ACC_POWER] += sign * nodes.core_w[n] * cpus_row[d]
-            run.busy[d] += sign * cpus_row[d]
-            run.node_pw[n] += sign * nodes.core_w[n] * cpus_row[d]
-        before = run.node_units[n]
-        run.node_units[n] = before + sign
+            acc[ACC_POWER] += sign * core_w[n] * cpus_row[d]
+            busy[d] += sign * cpus_row[d]
+            node_pw[n] += sign * core_w[n] * cpus_row[d]
+        before = node_units[n]
+        node_units[n] = before + sign
         if (before == 0) != (before + sign == 0):  # the node switches on (0 -> 1) or off (1 -> 0)
-            run.acc[ACC_POWER] += sign * nodes.switch_w[n]
-            run.node_pw[n] += sign * nodes.switch_w[n]
+            acc[ACC_POWER] += sign * switch_w[n]
+            node_pw[n] += sign * switch_w[n]
 
 
 @njit(cache=True, inline="always")
@@ -129,7 +138,7 @@ def release_nb(job, P, S):
     js.finish[job] = np.inf
     js.grace_end[job] = np.inf
     _running_remove_nb(run, job)
-    refresh_rates_nb(w, wn, P, S)
+    refresh_rates(w, wn, P, S)
 
 
 @njit(cache=True)
@@ -160,17 +169,14 @@ def checkpoint_loss_nb(job, P, S):
         js.remaining[job] = min(work, js.remaining[job] + lost)
 
 
-@njit(cache=True)
-def suspend_nb(job, lose_progress, P, S):
-    """Suspend a running job to the head of the queue, its progress kept; with
-    ``lose_progress`` (preemption with no grace period) the progress since its last
-    checkpoint is lost (:func:`checkpoint_loss_nb`)."""
-    js, run = S.job, S.run
-    if lose_progress:
-        checkpoint_loss_nb(job, P, S)
+@njit(cache=True, inline="always")
+def suspend_nb(job, P, S):
+    """Suspend a running job to the head of the queue, its progress kept (the end of a
+    grace period; a preemption with no grace period applies :func:`checkpoint_loss_nb`
+    first)."""
     release_nb(job, P, S)
-    js.status[job] = QUEUED
-    queue_push_front_nb(run, js.qpos, job)
+    S.job.status[job] = QUEUED
+    queue_push_front_nb(S.run, S.job.qpos, job)
 
 
 @njit(cache=True)
@@ -188,7 +194,8 @@ def preempt_nb(job, P, S):
         js.status[job] = GRACE
         js.grace_end[job] = run.acc[ACC_NOW] + gp
     else:
-        suspend_nb(job, job >= 0, P, S)  # job >= 0: a run-time True, see module doc
+        checkpoint_loss_nb(job, P, S)
+        suspend_nb(job, P, S)
     return START_OK
 
 
@@ -288,7 +295,7 @@ def step_nb(P, S):
         js.end[j] = t
         ctr[CTR_DONE] += 1
     for k in range(ng):
-        suspend_nb(run.out_grace[k], k < 0, P, S)  # k < 0: a run-time False, see module doc
+        suspend_nb(run.out_grace[k], P, S)
     while ctr[CTR_ARR] < n_jobs and jobs.arrival[ctr[CTR_ARR]] <= t:
         j = ctr[CTR_ARR]
         js.status[j] = QUEUED
@@ -334,7 +341,7 @@ def copies_nb(job, w, jobs):
     return 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def fork_sync_nb(t, P, S):
     """Round boundary at ``t``: every job holding >= 2 copies makes no progress for
     ``fork_sync`` seconds (model consolidation, M4; a pending restart delay overlaps)."""
@@ -373,7 +380,7 @@ def _occupy_nb(job, w, wnodes, wgpus, dev, P, S):
     js.status[job] = RUNNING
     run.running[run.ctr[CTR_RUN]] = job
     run.ctr[CTR_RUN] += 1
-    refresh_rates_nb(w, wnodes, P, S)
+    refresh_rates(w, wnodes, P, S)
 
 
 @njit(cache=True)

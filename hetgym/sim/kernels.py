@@ -1,7 +1,12 @@
 """Numba kernels of the simulator: small, pure, array in / array out.
 
-Small helpers are ``inline="always"``: they take NamedTuples, and a call
-that is not inlined would copy them whole. No kernel draws random numbers,
+Small helpers are ``inline="always"`` (a call that is not inlined would copy a
+NamedTuple argument whole; a structref argument costs one pointer). Compile time
+after install is part of the cost: inline a helper into one or two callers, but
+compile a large one that several kernels (or one kernel at several sites) call
+once, as its own dispatcher (:func:`mask_nb` -> :func:`mask_fill_nb`), and never
+pass a call-site constant to a non-inlined callee (it is compiled again for the
+literal; see :mod:`hetgym.sim.events`). No kernel draws random numbers,
 reads a clock, does I/O or touches globals other than the named constants.
 Kernels take the typed
 NamedTuples of :mod:`hetgym.sim.state` (``nodes`` = :class:`NodeArrays`,
@@ -279,18 +284,21 @@ def check_placement_nb(w, wnodes, wgpus, cpus_row, mem, nodes, ns, scr_f):
 def alloc_nb(job, w, wnodes, wgpus, sign, cpus_row, mem, nodes, ns):
     """Take (``sign=+1``) or give back (``sign=-1``) the resources of a placement,
     keeping the per-type summary ``ns.free_dev`` in step."""
+    dev, dev_is_cpu = nodes.dev, nodes.dev_is_cpu
+    free_cpus, free_mem, free_gpus, free_dev, gpu_owner = (ns.free_cpus, ns.free_mem, ns.free_gpus,
+                                                           ns.free_dev, ns.gpu_owner)
     for i in range(w):
         n = wnodes[i]
-        d = nodes.dev[n]
-        ns.free_cpus[n] -= sign * cpus_row[d]
-        ns.free_mem[n] -= sign * mem
+        d = dev[n]
+        free_cpus[n] -= sign * cpus_row[d]
+        free_mem[n] -= sign * mem
         g = wgpus[i]
         if g >= 0:
-            ns.free_gpus[n] -= sign
-            ns.free_dev[d] -= sign
-            ns.gpu_owner[n, g] = job if sign > 0 else -1
-        elif nodes.dev_is_cpu[d]:
-            ns.free_dev[d] -= sign * cpus_row[d]
+            free_gpus[n] -= sign
+            free_dev[d] -= sign
+            gpu_owner[n, g] = job if sign > 0 else -1
+        elif dev_is_cpu[d]:
+            free_dev[d] -= sign * cpus_row[d]
 
 
 @njit(cache=True)
@@ -304,7 +312,7 @@ def alloc_jobs_nb(idx, sign, jobs, nodes, js, ns):
                  jobs.mem[j], nodes, ns)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def rate_nb(w, wnodes, wgpus, tput_row, comm, nodes, opts):
     """Rate (iterations/s) of a job on a placement.
 
@@ -339,7 +347,7 @@ def rate_nb(w, wnodes, wgpus, tput_row, comm, nodes, opts):
     return rate
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def job_rate_nb(job, w, wnodes, wgpus, P):
     """Rate of ``job`` on a placement of ``w`` workers: :func:`rate_nb` with the job's own
     scaling exponent ``P.jobs.scale_exp[job]`` (``g * tput * g ** (e_j - 1)``, elastic
@@ -459,7 +467,17 @@ def queue_compact_nb(run, qpos):
 # ------------------------------------------------------------------- mask
 @njit(cache=True, inline="always")
 def mask_nb(window, n_win, jobs, nodes, ns, out):
-    """Feasibility of starting window job k on device c, written to ``out[k, c]``."""
+    """Feasibility of starting window job k on device c, written to ``out[k, c]``.
+
+    A call of the compiled :func:`mask_fill_nb` (not inlined: the env's decision kernel
+    calls it at several sites), with ``n_win`` as a plain int64 so that a constant at a
+    call site does not compile it again."""
+    mask_fill_nb(window, np.int64(n_win), jobs, nodes, ns, out)
+
+
+@njit(cache=True)
+def mask_fill_nb(window, n_win, jobs, nodes, ns, out):
+    """The body of :func:`mask_nb`."""
     n_dev = out.shape[1]
     tput, workers, cpus_need, mem = jobs.tput, jobs.workers, jobs.cpus_need, jobs.mem
     is_cpu, dev_start, by_dev = nodes.dev_is_cpu, nodes.dev_start, nodes.by_dev

@@ -94,3 +94,26 @@ def test_simulator_and_env_copy_and_pickle_rebuild_the_mirror():
 
     got = [steps(t) for t in twins]
     assert got[0] == got[1] == steps(env)
+
+
+def _has_plain_signature(dispatcher) -> bool:
+    return any(type(t).__name__ == "PlainParamsKType" for sig in dispatcher.signatures for t in sig)
+
+
+def test_runs_without_interference_compile_no_interference_kernel():
+    """A run with interference off gets a ``PlainParamsK`` (the kernels compiled for it
+    leave the interference chain out, hetgym/sim/interference.py); a run with it on gets
+    a ``ParamsK``, and both give the engine's rates."""
+    from hetgym.sim import interference as I
+    from hetgym.sim.mirror import ParamsK, PlainParamsK
+
+    sc = scenarios.get("hetero-small")
+    assert sc.options.interference_coeff == 0 and not sc.options.interference_table
+    sim = Simulator(sc)
+    assert isinstance(sim.kP, PlainParamsK)
+    res = hetgym.simulate(sc, baselines.make("srpt"))  # starts, completions, preemptions
+    assert res.metrics["unfinished_jobs"] == 0
+    for d in (I.refresh_rates_nb, I.interference_factor_nb, I._interfered_rate_full_nb):
+        assert not _has_plain_signature(d), d.__name__
+    on = Simulator(sc.replace(options={"interference_coeff": 0.3}))
+    assert isinstance(on.kP, ParamsK) and not isinstance(on.kP, PlainParamsK)
