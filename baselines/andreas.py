@@ -170,6 +170,12 @@ class FirstPrinciple:
 
     def reset(self, view: Any) -> None:
         self.classes = NodeClasses.of(view)
+        # whether a job has any configuration (a (class, g) that fits an empty node of the
+        # class): static per job, so computed once; jobs without one are outside the model
+        self._inside = np.zeros(view.n_jobs, dtype=bool)
+        for lo in range(0, view.n_jobs, 4096):  # in chunks: the table is jobs x configurations
+            tab = config_table(view, self.classes, np.arange(lo, min(lo + 4096, view.n_jobs)))
+            self._inside[lo:lo + 4096] = (tab.dlen + tab.clen) > 0
 
     def _sorted(self, view: Any, q: np.ndarray) -> np.ndarray:
         arr = view.arrival[q]
@@ -185,22 +191,48 @@ class FirstPrinciple:
             return []
         cl = self.classes
         jobs = self._sorted(view, q)
-        tab = config_table(view, cl, jobs)
+        inside = self._inside[jobs]
         cap = view.capacity()
         out: list[Decision] = []
-        outside: list[int] = []
-        for i, j in enumerate(jobs.tolist()):
-            entries = tab.entries(i)
-            if not entries:
-                outside.append(j)
-                continue
-            for e in entries:
-                k, g = int(tab.cls[i, e]), int(tab.g[i, e])
-                n = self._node(view, cap, j, k, g)
-                if n >= 0:
-                    out.append(Start(j, None, take_gpus(view, cap, j, n, g)))
-                    break
-        return out + start_outside_model(view, cap, outside)
+        cand = jobs[inside]
+        if self.exclusive_nodes:
+            # Only a node with no job takes a job: once no class has one left, no job
+            # further down the order can start (nodes only fill up within a decision
+            # point), so the walk stops, and the configuration table is built in chunks
+            # for the jobs actually walked (its rows do not depend on each other).
+            empty = (np.asarray(cap.free_gpus) == np.asarray(view.node_gpus)) & (cl.of_node >= 0)
+            n_empty = np.bincount(cl.of_node[empty], minlength=len(cl.dev)).astype(np.int64)
+            self._walk(view, cap, cand, out, n_empty)
+        else:
+            self._walk(view, cap, cand, out, None)
+        return out + start_outside_model(view, cap, jobs[~inside].tolist())
+
+    def _walk(self, view: Any, cap: Any, cand: np.ndarray, out: list[Decision],
+              n_empty: np.ndarray | None) -> None:
+        """Start the jobs of ``cand`` (in order) on their first configuration that has a
+        node; ``n_empty``: empty nodes per class (exclusive nodes), or None."""
+        cl = self.classes
+        i, chunk = 0, 16
+        while i < len(cand):
+            if n_empty is not None and n_empty.sum() == 0:
+                return
+            part = cand[i:i + chunk]
+            tab = config_table(view, cl, part)
+            for r, j in enumerate(part.tolist()):
+                if n_empty is not None and n_empty.sum() == 0:
+                    return
+                for e in tab.entries(r):
+                    k, g = int(tab.cls[r, e]), int(tab.g[r, e])
+                    if n_empty is not None and n_empty[k] == 0:
+                        continue
+                    n = self._node(view, cap, j, k, g)
+                    if n >= 0:
+                        out.append(Start(j, None, take_gpus(view, cap, j, n, g)))
+                        if n_empty is not None and cap.free_gpus[n] < view.node_gpus[n]:
+                            n_empty[k] -= 1
+                        break
+            i += len(part)
+            chunk *= 2
 
     def _node(self, view: Any, cap: Any, j: int, k: int, g: int) -> int:
         cl = self.classes

@@ -41,13 +41,25 @@ def worker_counts(view) -> np.ndarray:
 
 
 class _Free:
-    """Which GPUs, cores and memory a round's assignment has not given out yet."""
+    """Which GPUs, cores and memory a round's assignment has not given out yet.
+
+    ``nfree[n]`` (free GPUs of node ``n``) and ``type_free[k]`` (of type ``k``) are kept
+    with ``gpu`` (and ``cpu_l``, ``mem_l`` with ``cpu``, ``mem``, as Python floats) so
+    that :meth:`first` passes over full nodes and nodes without room for one worker, and
+    rejects a gang larger than its type's free GPUs, without looking at their GPUs."""
 
     def __init__(self, view, held: np.ndarray) -> None:
         self.gpu = np.arange(view.node_gpus.max(initial=0))[None, :] < np.asarray(view.node_gpus)[:, None]
         self.cpu = np.asarray(view.node_cpus, dtype=np.float64).copy()
         self.mem = np.asarray(view.node_mem, dtype=np.float64).copy()
         self.view = view
+        self.node_dev = np.asarray(view.node_device).tolist()
+        self.nfree = self.gpu.sum(axis=1).tolist()
+        self.type_free = [0] * len(view.devices)
+        for n, f in enumerate(self.nfree):
+            self.type_free[self.node_dev[n]] += f
+        self._nodes: dict[int, list[int]] = {}
+        self.cpu_l, self.mem_l = self.cpu.tolist(), self.mem.tolist()  # the same, as floats
         for j in held.tolist():  # jobs that keep what they hold whatever we decide
             self.take(int(j), *current(view, int(j)))
 
@@ -66,23 +78,37 @@ class _Free:
     def take(self, job: int, nodes: np.ndarray, gpus: np.ndarray) -> None:
         v = self.view
         for n, g in zip(nodes.tolist(), gpus.tolist()):
-            if g >= 0:
+            if g >= 0 and self.gpu[n, g]:
                 self.gpu[n, g] = False
+                self.nfree[n] -= 1
+                self.type_free[self.node_dev[n]] -= 1
             self.cpu[n] -= v.cpus_need[job, v.node_device[n]]
             self.mem[n] -= v.mem[job]
+            self.cpu_l[n] = float(self.cpu[n])
+            self.mem_l[n] = float(self.mem[n])
 
     def first(self, job: int, dev: int, w: int) -> Placement | None:
         """The first ``w`` free GPUs of type ``dev`` in node, GPU order (room for the job's
         cores and memory on each node; on a CPU type, worker slots node by node), or None."""
         v = self.view
+        cpu_type = bool(np.asarray(v.dev_is_cpu)[dev])
+        if not cpu_type and self.type_free[dev] < w:
+            return None  # fewer free GPUs of the type than workers: the walk finds no room
+        of_type = self._nodes.get(dev)
+        if of_type is None:
+            of_type = self._nodes[dev] = np.flatnonzero(np.asarray(v.node_device) == dev).tolist()
         nodes: list[int] = []
         gpus: list[int] = []
         c, m = float(v.cpus_need[job, dev]), float(v.mem[job])
-        slots = (lambda n: [-1] * w) if bool(np.asarray(v.dev_is_cpu)[dev]) else \
-            (lambda n: np.flatnonzero(self.gpu[n]).tolist())
-        for n in np.flatnonzero(np.asarray(v.node_device) == dev).tolist():
-            cpu, mem = self.cpu[n], self.mem[n]
-            for g in slots(n):
+        nfree = self.nfree
+        cpus, mems = self.cpu_l, self.mem_l
+        for n in of_type:
+            if not cpu_type and nfree[n] == 0:
+                continue  # a full node gives no GPU
+            cpu, mem = cpus[n], mems[n]
+            if cpu + 1e-9 < c or mem + 1e-9 < m:
+                continue  # no room for one worker: the node gives nothing
+            for g in ([-1] * w if cpu_type else np.flatnonzero(self.gpu[n]).tolist()):
                 if len(nodes) == w or cpu + 1e-9 < c or mem + 1e-9 < m:
                     break
                 nodes.append(n)

@@ -3,12 +3,16 @@
     python scripts/bench_scale.py                                  # the full table
     python scripts/bench_scale.py --sizes 1000,4000 --timeout 60   # what finishes now
     python scripts/bench_scale.py --schedulers fifo,sjf --loads 1.2 --out scale.md
+    python scripts/bench_scale.py --schedulers "" --lab all --clock cpu --timeout 120  # fitgpp-lab only
 
 Prints a Markdown table: for each scheduler and offered load, the wall time of
 ``hetgym.simulate`` (Numba compile time excluded: every scheduler first runs a tiny
 scenario in the same process), events per second, and the growth exponent ``b`` of
 ``time ~ jobs ** b`` fitted by least squares on log-log over the sizes that ran
-(at least two). Then every registered baseline on ``fitgpp-lab`` (8,192 jobs).
+(at least two). Then every registered baseline on ``fitgpp-lab`` (8,192 jobs;
+``--lab`` picks them, ``--schedulers ""`` skips the scaling table), each in its own child
+process: time on ``--clock``, the other clock, decision points, events, whether the run
+stalled, or ``does not run: <error>`` for a baseline that cannot run on that cluster.
 
 Workload: :class:`hetgym.generators.SyntheticGenerator` as in ``scripts/bench.py``
 (lognormal durations, mean 1,800 s on a V100; gangs of 1/2/4/8 workers) on the
@@ -165,14 +169,31 @@ def scale_table(schedulers: list[str], sizes: list[int], loads: list[float], tim
     return out
 
 
+def _lab_cell(r: dict, timeout: float, clock: str) -> str:
+    """A ``fitgpp-lab`` cell: the time, or why there is none (the error's message)."""
+    if r.get("timeout"):
+        return f">{timeout:g} s"
+    if "error" in r:
+        return "does not run: " + r["error"].replace("|", "/")[:160]
+    return f"{r[clock]:.2f} s"
+
+
 def lab_table(names: list[str], n_jobs: int, timeout: float, log=print, clock: str = "wall") -> str:
-    """Every registered baseline on ``fitgpp-lab``."""
-    lines = [f"| baseline | fitgpp-lab, {n_jobs:,} jobs | decision points |", "|---|---|---|"]
+    """Every baseline in ``names`` on ``fitgpp-lab``, one child process each: the time on
+    ``clock``, the other clock, decision points, events, and the error of one that does not
+    run on that cluster (e.g. a baseline that needs a topology the preset lacks)."""
+    other = "cpu" if clock == "wall" else "wall"
+    lines = [f"| baseline | {clock} s | {other} s | decision points | events | stalled |",
+             "|---|---:|---:|---:|---:|---|"]
     for name in names:
         r = measure("lab", name, n_jobs, 2.0, timeout)
-        log(f"  fitgpp-lab {name}: {_cell(r, timeout, clock)}")
-        dp = f"{r['decision_points']:,.0f}" if "wall" in r else ""
-        lines.append(f"| {name} | {_cell(r, timeout, clock)} | {dp} |")
+        log(f"  fitgpp-lab {name}: {_lab_cell(r, timeout, clock)}")
+        if "wall" in r:
+            lines.append(f"| {name} | {r[clock]:.2f} | {r[other]:.2f} | "
+                         f"{r['decision_points']:,.0f} | {r['events']:,.0f} | "
+                         f"{'yes' if r['stalled'] else 'no'} |")
+        else:
+            lines.append(f"| {name} | {_lab_cell(r, timeout, clock)} | | | | |")
     return "\n".join(lines)
 
 
@@ -203,16 +224,20 @@ def main(argv: list[str] | None = None) -> None:
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     t0 = time.perf_counter()
     what = "wall time" if a.clock == "wall" else "CPU time of the process"
-    text = [f"## Scaling on the 1,024-GPU cluster ({what} of hetgym.simulate, events/s)", "",
-            scale_table(schedulers, _ints(a.sizes), loads, a.timeout, _ints(a.fifo_sizes), log,
-                        a.clock)]
+    text: list[str] = []
+    if schedulers:
+        text += [f"## Scaling on the 1,024-GPU cluster ({what} of hetgym.simulate, events/s)", "",
+                 scale_table(schedulers, _ints(a.sizes), loads, a.timeout, _ints(a.fifo_sizes),
+                             log, a.clock), ""]
     if a.lab != "none":
         names = baselines.names() if a.lab == "all" else [s.strip() for s in a.lab.split(",")]
-        text += ["", f"## Every baseline on fitgpp-lab ({a.lab_jobs:,} jobs)", "",
+        text += [f"## Every baseline on fitgpp-lab ({a.lab_jobs:,} jobs)", "",
                  lab_table(names, a.lab_jobs, a.timeout, log, a.clock)]
-    text += ["", f"_{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-                 f"{os.cpu_count()} CPUs, total {time.perf_counter() - t0:.0f} s; "
-                 f"load = offered load over worker slots (see the script's docstring)._"]
+    load_avg = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    text += ["", (f"_{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+                 f"{os.cpu_count()} CPUs, load average at the end {load_avg}, "
+                 f"total {time.perf_counter() - t0:.0f} s; "
+                 f"load = offered load over worker slots (see the script's docstring)._")]
     out = "\n".join(text) + "\n"
     print(out, end="")
     if a.out:

@@ -52,3 +52,16 @@ def test_cpu_clock(bench, capsys) -> None:
                 "--timeout", "60", "--lab", "none", "--clock", "cpu"])
     text = capsys.readouterr().out
     assert "CPU time of the process" in text and "| fifo | 1.2 | " in text and "error" not in text
+
+
+def test_lab_only_names_what_does_not_run(bench, capsys) -> None:
+    """``--schedulers ""`` prints only the fitgpp-lab table; a baseline that does not run
+    there is a row with its error, not dropped."""
+    bench.main(["--schedulers", "", "--lab", "fifo,no-such-baseline", "--lab-jobs", "64",
+                "--timeout", "60", "--clock", "cpu"])
+    text = capsys.readouterr().out
+    assert "Scaling" not in text
+    rows = {r.split("|")[1].strip(): r for r in text.splitlines() if r.startswith("| ")}
+    assert rows["fifo"].split("|")[4].strip() != ""  # decision points of the run
+    assert "does not run: KeyError" in rows["no-such-baseline"]
+    assert "load average at the end" in text
