@@ -220,14 +220,7 @@ class Refiller:
         refill_nb(start, src.size, src.src, src.rowb, dst, tmpl, tdst, item, jobs.arrival,
                   jobs.deadline, sim.state.job.remaining, jobs.work, src.inv_full, inv_best,
                   jobs.tput, jobs.cpus_need, sim.nodes.dev_is_cpu, sim.params.min_unit, rew)
-        # the simulator's own attributes, as reset_window sets them
-        sim.rows = rows
-        sim.rng = np.random.default_rng(seed)
-        sim.seed = seed
-        sim.decision_points = 0
-        sim.stalled = False
-        sim.last_done = np.empty(0, dtype=np.int64)
-        sim.view = ViewOnDemand(sim)
+        sim.begin_window(rows, seed, ViewOnDemand)
         return True
 
 

@@ -115,14 +115,20 @@ class Simulator:
         fresh = new_state(params)
         if not refill((self.params, self.state), (params, fresh)):
             return False
+        self.begin_window(rows, seed, self.view.__class__)
+        return True
+
+    def begin_window(self, rows: np.ndarray | None, seed: int, view_cls: Any) -> None:
+        """Set the simulator's own attributes for a new window whose arrays were just
+        refilled (by :meth:`reset_window`, or the batched env's compiled reset): rows, run
+        seed and generator, counters, and a new view ``view_cls(self)``."""
         self.rows = rows
         self.rng = np.random.default_rng(seed)
         self.seed = seed
         self.decision_points = 0
         self.stalled = False
         self.last_done = np.empty(0, dtype=np.int64)
-        self.view = self.view.__class__(self)
-        return True
+        self.view = view_cls(self)
 
     def _bind(self) -> None:
         """Build the kernels' structref mirror of the state (:mod:`hetgym.sim.mirror`) and
