@@ -29,7 +29,7 @@ from hetgym.specs import Scenario
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.envs.hetcluster import HetClusterEnv
 
-__all__ = ["BCConfig", "DecisionEnvConfig", "teacher_action", "collect", "pretrain"]
+__all__ = ["BCConfig", "DecisionEnvConfig", "teacher_action", "collect", "pretrain", "fit_minibatches"]
 
 
 @dataclass(frozen=True)
@@ -179,6 +179,30 @@ def collect(scenario: Scenario, env_config: EnvConfig | DecisionEnvConfig, teach
             "teacher_avg_jct": np.asarray(jcts)}
 
 
+def fit_minibatches(policy: Any, n: int, loss_of: Any, epochs: int, batch_size: int,
+                    learning_rate: float, seed: int = 0) -> list[float]:
+    """Adam on ``policy``'s parameters: ``epochs`` passes over ``n`` samples in shuffled
+    minibatches, ``loss_of(indices)`` the loss of one (gradients clipped at norm 0.5);
+    the policy is left in evaluation mode. Returns the minibatch losses."""
+    import torch
+
+    policy.set_training_mode(True)
+    opt = torch.optim.Adam(policy.parameters(), lr=learning_rate)
+    rng = np.random.default_rng(seed)
+    losses: list[float] = []
+    for _ in range(epochs):
+        perm = rng.permutation(n)
+        for s in range(0, n, batch_size):
+            loss = loss_of(perm[s: s + batch_size])
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
+            opt.step()
+            losses.append(float(loss.detach()))
+    policy.set_training_mode(False)
+    return losses
+
+
 def pretrain(model: Any, scenario: Scenario, env_config: EnvConfig | DecisionEnvConfig, cfg: BCConfig,
              seed: int = 0) -> dict[str, Any]:
     """Collect teacher data and fit ``model.policy`` on it (in place); returns statistics.
@@ -194,7 +218,6 @@ def pretrain(model: Any, scenario: Scenario, env_config: EnvConfig | DecisionEnv
     data = collect(scenario, env_config, cfg.teacher, cfg.teacher_params, cfg.episodes,
                    seed=seed, gamma=float(model.gamma))
     policy = model.policy
-    policy.set_training_mode(True)
     masked = "action_masks" in policy.evaluate_actions.__code__.co_varnames
     dev = policy.device
     obs = torch.as_tensor(data["obs"], device=dev)
@@ -204,25 +227,17 @@ def pretrain(model: Any, scenario: Scenario, env_config: EnvConfig | DecisionEnv
         ret_np = ret_np / max(float(np.std(ret_np)), 1e-8)
     ret = torch.as_tensor(ret_np, device=dev)
     masks = data["mask"]
-    opt = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
-    rng = np.random.default_rng(seed)
     n = len(act)
-    losses = []
-    for _ in range(cfg.epochs):
-        perm = rng.permutation(n)
-        for s in range(0, n, cfg.batch_size):
-            idx = perm[s: s + cfg.batch_size]
-            kw = {"action_masks": masks[idx]} if masked else {}
-            values, logp, _ = policy.evaluate_actions(obs[idx], act[idx], **kw)
-            loss = -logp.mean()
-            if cfg.value_weight > 0:
-                loss = loss + cfg.value_weight * torch.nn.functional.mse_loss(values.flatten(), ret[idx])
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(policy.parameters(), 0.5)
-            opt.step()
-            losses.append(float(loss.detach()))
-    policy.set_training_mode(False)
+
+    def loss_of(idx: np.ndarray) -> Any:
+        kw = {"action_masks": masks[idx]} if masked else {}
+        values, logp, _ = policy.evaluate_actions(obs[idx], act[idx], **kw)
+        loss = -logp.mean()
+        if cfg.value_weight > 0:
+            loss = loss + cfg.value_weight * torch.nn.functional.mse_loss(values.flatten(), ret[idx])
+        return loss
+
+    losses = fit_minibatches(policy, n, loss_of, cfg.epochs, cfg.batch_size, cfg.learning_rate, seed)
     with torch.no_grad():
         kw = {"action_masks": masks} if masked else {}
         dist = policy.get_distribution(obs, **kw) if masked else policy.get_distribution(obs)

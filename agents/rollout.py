@@ -1,0 +1,290 @@
+"""A rollout teacher: one step of policy iteration on copies of ``HetCluster-v0``.
+
+At a decision point the teacher tries candidate actions on *copies* of the env
+(``copy.deepcopy``: the env and its simulator pickle), finishes each copy's episode
+with a *base policy* and takes the action whose finished episode scores best on the
+episode metric (``avg_jct`` by default, lower is better). The env is deterministic
+given its state, so these are exact action values ``Q_base(s, a)`` of the base
+policy. When the base policy's own action is a candidate (always, here) and ties go
+to it, the teacher is at least as good as its base at every state it acts from, and
+so over the episode (rollout policy improvement, Bertsekas, *Rollout algorithms*):
+the test ``tests/agents/test_rollout.py`` checks this on small windows.
+
+Pieces:
+
+* an *actor* is ``actor(env, obs, mask) -> action`` with ``reset(env)``, acting in
+  the env: :class:`SchedulerActor` (a baseline, through
+  :func:`agents.bc.teacher_action`: its first expressible start at each step) or
+  :class:`NetActor` (any ``policy(obs, mask)``, e.g. :class:`agents.adapter.SB3Policy`);
+* :func:`finish`: play an episode to its end with an actor, return its metrics;
+* :class:`RolloutTeacher`: the one-step lookahead over candidates (the base action,
+  "wait", the ``top_k`` actions of an optional *proposer* policy's probabilities,
+  and per device type the feasible job with the shortest duration there).
+
+The base policy is the baseline *acting in the env*, one start per step on the env's
+placement; it is not exactly :func:`hetgym.simulate` with the same baseline (AlloX
+matches several jobs per instant and places them itself), so the teacher's guarantee
+is against the in-env base; its score against the simulated baseline is measured
+(docs/agents.md, "Rollout teacher and DAgger").
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from agents.envtools import policy_mask
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hetgym.envs.hetcluster import HetClusterEnv
+
+__all__ = [
+    "NetActor",
+    "RolloutTeacher",
+    "SchedulerActor",
+    "TeacherStats",
+    "copy_env",
+    "finish",
+    "finish_sim",
+    "play",
+    "shortest_per_device",
+]
+
+
+class SchedulerActor:
+    """A ``baselines`` scheduler acting in the env (its first expressible start, or wait).
+
+    Args:
+        name: ``baselines.make`` name.
+        params: Its parameters.
+    """
+
+    def __init__(self, name: str, params: dict[str, Any] | None = None) -> None:
+        self.name = name
+        self.params = dict(params or {})
+        self.sched: Any = None
+
+    def __repr__(self) -> str:
+        return f"SchedulerActor({self.name!r})"
+
+    def reset(self, env: HetClusterEnv) -> None:
+        """A fresh scheduler, reset on the env's simulator."""
+        import baselines
+
+        self.sched = baselines.make(self.name, **self.params)
+        self.sched.reset(env.sim.view)
+
+    def __call__(self, env: HetClusterEnv, obs: np.ndarray, mask: np.ndarray) -> int:
+        from agents.bc import teacher_action
+
+        if self.sched is None:
+            self.reset(env)
+        return teacher_action(env, self.sched, mask)
+
+
+@dataclass
+class NetActor:
+    """Any ``policy(obs, mask) -> action`` (a network) as an actor (no state)."""
+
+    policy: Callable[[np.ndarray, np.ndarray], int]
+
+    def reset(self, env: HetClusterEnv) -> None:
+        """Nothing to reset."""
+
+    def __call__(self, env: HetClusterEnv, obs: np.ndarray, mask: np.ndarray) -> int:
+        return int(self.policy(obs, mask))
+
+
+def copy_env(env: HetClusterEnv, actor: Any = None) -> tuple[HetClusterEnv, Any]:
+    """Deep copies of ``env`` and ``actor`` (together, so shared objects stay shared) whose
+    simulator's view reads the copied arrays.
+
+    ``copy.deepcopy`` of a :class:`~hetgym.sim.engine.Simulator` copies its
+    :class:`~hetgym.sim.view.View`, whose arrays are read-only *views* of the state
+    arrays; numpy copies a view as an independent array, so the copied view would go on
+    showing the state at copy time while the copied simulator runs. The view is
+    therefore rebuilt on the copied simulator (as ``Simulator.reset_window`` does).
+    """
+    e, a = copy.deepcopy((env, actor))
+    if e.sim is not None:
+        e.sim.view = e.sim.view.__class__(e.sim)
+    return e, a
+
+
+def _step(env: HetClusterEnv, a: int) -> tuple[np.ndarray, bool, dict[str, Any]]:
+    obs, _, term, trunc, info = env.step(a)
+    return obs, bool(term or trunc), info
+
+
+def finish(env: HetClusterEnv, actor: Any, obs: np.ndarray,
+           no_idle_wait: bool = True) -> dict[str, float]:
+    """Play ``env`` (in place) to the end of its episode with ``actor``; the episode's
+    metrics (:func:`hetgym.metrics.summarize`)."""
+    while True:
+        a = actor(env, obs, policy_mask(env, no_idle_wait))
+        obs, done, info = _step(env, a)
+        if done:
+            return info["episode_metrics"]
+
+
+def finish_sim(sim: Any, sched: Any) -> dict[str, float]:
+    """Run ``sim`` (in place) to its end with scheduler ``sched`` as :func:`hetgym.simulate`
+    does from here: ``decide`` now, then at every later instant at which a job waits
+    (schedulers without rounds, timers or ``call_when_queue_empty``; the metrics of
+    :func:`hetgym.metrics.summarize`)."""
+    from hetgym.metrics import summarize
+
+    if getattr(sched, "round_length", None) or getattr(sched, "next_wakeup", None) is not None \
+            or getattr(sched, "call_when_queue_empty", False):
+        raise ValueError(f"finish_sim: {type(sched).__name__} needs rounds, timers or calls "
+                         "with an empty queue; use the env finisher (mode='env')")
+    view = sim.view
+    if sim.n_queue:
+        sim.apply(sched.decide(view) or [])
+    while sim.advance():
+        if sim.n_queue:
+            sim.apply(sched.decide(view) or [])
+    return summarize(sim)
+
+
+def shortest_per_device(env: HetClusterEnv, mask: np.ndarray) -> list[int]:
+    """Per device type, the feasible start of the window job with the shortest duration
+    there (ties to the earlier slot)."""
+    sim = env.sim
+    jobs = env.window_jobs()
+    if not len(jobs):
+        return []
+    dur = sim.view.durations(jobs)  # (k, C)
+    C = env.n_dev
+    out = []
+    for c in range(C):
+        ok = mask[np.arange(len(jobs)) * C + c]
+        if ok.any():
+            d = np.where(ok, dur[:, c], np.inf)
+            out.append(int(np.argmin(d)) * C + c)
+    return out
+
+
+@dataclass
+class TeacherStats:
+    """Counters of a :class:`RolloutTeacher`: decisions, rollouts, decisions where the
+    teacher left its base action (and the metric it gained there, summed)."""
+
+    decisions: int = 0
+    rollouts: int = 0
+    changed: int = 0
+    gain: float = 0.0
+
+
+@dataclass
+class RolloutTeacher:
+    """One-step lookahead with a base policy (module docstring).
+
+    Attributes:
+        base: The actor that finishes every rollout (and whose action is always a candidate).
+        metric: Episode metric to minimise (a key of ``summarize``).
+        proposer: Optional ``probs(obs, mask) -> float[A]``: its ``top_k`` actions are candidates.
+        top_k: How many of the proposer's actions.
+        shortest: Add, per device type, the feasible job with the shortest duration there.
+        wait: Add "wait" when allowed.
+        all_actions: Every allowed action is a candidate (the full one-step lookahead;
+            the other candidate options are then moot).
+        no_idle_wait: The policy mask's rule (:func:`agents.envtools.policy_mask`).
+        mode: How a rollout finishes: ``"env"`` (the base actor steps the env copy, one
+            action at a time) or ``"sim"`` (the base scheduler drives the simulator copy
+            as :func:`hetgym.simulate` does, :func:`finish_sim`: for a
+            :class:`SchedulerActor`, the baseline's own run from that state).
+        rel_tol: A candidate replaces the base action only if it is better by more than
+            this fraction of the base action's value (ties go to the base).
+    """
+
+    base: Any
+    metric: str = "avg_jct"
+    proposer: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+    top_k: int = 4
+    shortest: bool = True
+    wait: bool = True
+    all_actions: bool = False
+    no_idle_wait: bool = True
+    mode: str = "env"
+    rel_tol: float = 1e-9
+    stats: TeacherStats = field(default_factory=TeacherStats)
+
+    def reset(self, env: HetClusterEnv) -> None:
+        """Reset the base actor on the env's new episode."""
+        self.base.reset(env)
+
+    def candidates(self, env: HetClusterEnv, obs: np.ndarray, mask: np.ndarray,
+                   base_a: int) -> list[int]:
+        """The base action first, then the others (each once, all allowed by ``mask``)."""
+        cand = [base_a]
+        if self.all_actions:
+            return cand + [int(a) for a in np.flatnonzero(mask) if a != base_a]
+        if self.wait and mask[env.wait_action]:
+            cand.append(env.wait_action)
+        if self.shortest:
+            cand += shortest_per_device(env, mask)
+        if self.proposer is not None and self.top_k > 0:
+            p = np.where(mask, self.proposer(obs, mask), -np.inf)
+            cand += [int(a) for a in np.argsort(-p, kind="stable")[: self.top_k] if mask[a]]
+        seen: set[int] = set()
+        return [a for a in cand if not (a in seen or seen.add(a))]
+
+    def value(self, env: HetClusterEnv, a: int) -> float:
+        """The metric of the episode that takes ``a`` now, then follows the base (on copies)."""
+        e, actor = copy_env(env, self.base)
+        obs, done, info = _step(e, a)
+        self.stats.rollouts += 1
+        if done:
+            m = info["episode_metrics"]
+        elif self.mode == "sim":
+            sched = actor.sched
+            sched.reset(e.sim.view)
+            m = finish_sim(e.sim, sched)
+        else:
+            m = finish(e, actor, obs, self.no_idle_wait)
+        v = float(m[self.metric])
+        return v if np.isfinite(v) else np.inf
+
+    def label(self, env: HetClusterEnv, obs: np.ndarray, mask: np.ndarray) -> tuple[int, list[int]]:
+        """The teacher's action (the best candidate, ties to the base action) and every
+        candidate whose value ties with the best (within ``rel_tol``)."""
+        base_a = int(self.base(env, obs, mask))
+        self.stats.decisions += 1
+        cand = self.candidates(env, obs, mask, base_a)
+        if len(cand) == 1:
+            return base_a, [base_a]
+        vals = np.asarray([self.value(env, a) for a in cand])
+        v0, vb = vals[0], float(vals.min())
+        tol = self.rel_tol * abs(vb) if np.isfinite(vb) else 0.0
+        ties = [a for a, v in zip(cand, vals) if v <= vb + tol]
+        if vb < v0 - self.rel_tol * abs(v0):
+            self.stats.changed += 1
+            self.stats.gain += float(v0 - vb)
+            return cand[int(np.argmin(vals))], ties
+        return base_a, ties
+
+    def __call__(self, env: HetClusterEnv, obs: np.ndarray, mask: np.ndarray) -> int:
+        """The best candidate (ties to the base action)."""
+        return self.label(env, obs, mask)[0]
+
+
+def play(env: HetClusterEnv, actor: Any, seed: int = 0, no_idle_wait: bool = True,
+         record: list[tuple[np.ndarray, np.ndarray]] | None = None) -> dict[str, float]:
+    """Reset ``env`` (``seed``), reset ``actor`` on it and play the episode; its metrics.
+
+    ``record``, if given, receives the ``(obs, mask)`` of every state visited."""
+    obs, _ = env.reset(seed=seed)
+    actor.reset(env)
+    while True:
+        mask = policy_mask(env, no_idle_wait)
+        if record is not None:
+            record.append((obs, mask))
+        a = actor(env, obs, mask)
+        obs, done, info = _step(env, a)
+        if done:
+            return info["episode_metrics"]
