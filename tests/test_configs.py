@@ -117,10 +117,11 @@ def test_agent_yaml(path):
     assert isinstance(agent, AgentConfig) and agent.algo == cfg.agent.algo
 
 
-@pytest.mark.parametrize("path", [p for p in GROUP_FILES if p.parts[-2] == "experiment"], ids=_id)
+@pytest.mark.parametrize("path", [p for p in GROUP_FILES if p.parts[-2] == "experiment"
+                                  and not p.stem.startswith("dagger_")], ids=_id)
 def test_experiment_yaml(path):
     primary = path.stem.split("_")[0]
-    assert primary in PRIMARY, f"experiment files are named compare_* or train_*: {path.name}"
+    assert primary in PRIMARY, f"experiment files are named compare_*, train_* or dagger_* (scripts/dagger.py): {path.name}"
     cfg = _compose(primary, [f"experiment={path.stem}"], hydra_cfg=True)
     OmegaConf.resolve(cfg.hydra.sweeper)
     if primary == "train":
@@ -128,6 +129,21 @@ def test_experiment_yaml(path):
             assert instantiate(cfg[key], _convert_="all") is not None
     else:
         assert cfg.scheduler.name in baselines.names() or cfg.scheduler.name is None
+
+
+@pytest.mark.parametrize("path", sorted((CONF / "experiment").glob("dagger_*.yaml")), ids=_id)
+def test_dagger_yaml(path):
+    """``dagger_*`` experiment files are read by scripts/dagger.py (not a Hydra primary):
+    its family has a split and a metric, its start model exists, its settings build a
+    DaggerConfig."""
+    from agents.dagger import DaggerConfig
+    from agents.heldout import FAMILY_METRIC
+    from agents.pretrained import pretrained_names
+
+    cfg = OmegaConf.load(path)
+    assert str(cfg.family) in FAMILY_METRIC, path.name
+    assert str(cfg.init) in pretrained_names() or str(cfg.init).endswith(".zip"), path.name
+    assert isinstance(DaggerConfig(**OmegaConf.to_container(cfg.dagger, resolve=True)), DaggerConfig)
 
 
 @pytest.mark.parametrize("launcher", ["basic", "joblib", "ray"])
