@@ -18,7 +18,7 @@ from hetgym.metrics import summarize
 from hetgym.sim.engine import Simulator
 from hetgym.sim.state import best_durations
 
-# arrays new_state leaves uninitialised (np.empty): scratch whose content means nothing
+# scratch arrays of new_state (zero-filled, so that reset_window refills deterministically): content means nothing
 SCRATCH = {"running", "out_done", "out_grace", "out_node", "out_gpu", "qtmp"}
 
 
