@@ -11,11 +11,20 @@ See docs/semantics.md for the meaning of each mechanism.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
-from hetgym.decisions import Decision, Move, Placement, Preempt, SchedulingError, Start, Wait
+from hetgym.decisions import (
+    Decision,
+    Move,
+    Placement,
+    Preempt,
+    SchedulingError,
+    Start,
+    Wait,
+)
 from hetgym.sim import events as E
 from hetgym.sim import kernels as K
 from hetgym.sim.codes import JobStatus
@@ -39,12 +48,12 @@ from hetgym.sim.state import (
     build_jobs,
     build_params,
     new_state,
-    refill,
     node_names,
+    refill,
 )
 from hetgym.specs import Scenario
 
-__all__ = ["Simulator", "InvariantError"]
+__all__ = ["InvariantError", "Simulator"]
 
 QUEUED, RUNNING, GRACE, DONE = (int(JobStatus.QUEUED), int(JobStatus.RUNNING),
                                 int(JobStatus.GRACE), int(JobStatus.DONE))
@@ -251,10 +260,10 @@ class Simulator:
         Returns False (and does nothing) if there is no further event or the
         next one lies past the horizon (then time moves to the horizon).
         """
-        code, n_d, n_g = self._kernel("step_nb")(self.kP, self.kS)
+        code, n_d, _n_g = self._kernel("step_nb")(self.kP, self.kS)
         if code == E.STEP_LOG_FULL:
             self.grow_segments()
-            code, n_d, n_g = self._kernel("step_nb")(self.kP, self.kS)
+            code, n_d, _n_g = self._kernel("step_nb")(self.kP, self.kS)
         if code == E.STEP_WORK_LEFT:
             j = int(self.ctr[CTR_ERR])
             raise InvariantError(f"job {j} completes with {self.js.remaining[j]} of "
@@ -332,7 +341,7 @@ class Simulator:
             raise SchedulingError(f"device {device!r} not in this scenario's {self.devices}")
         return self.devices.index(key)
 
-    _REASONS = {1: "a node index is out of range", 2: "a GPU index is out of range",
+    _REASONS: ClassVar[dict[int, str]] = {1: "a node index is out of range", 2: "a GPU index is out of range",
                 3: "a GPU is busy or used twice", 4: "CPU cores exceeded",
                 5: "memory exceeded", 6: "a CPU-node worker has a GPU index",
                 8: "a worker is on a device type where the job's throughput is 0"}
