@@ -23,12 +23,13 @@ scheduler whose runs all completed.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import pandas as pd
+
+from hetgym.cli import plain_doc
 
 __all__ = ["run_grid", "aggregate", "rank", "format_table", "seed_stability", "parse_args",
            "main", "DEFAULT_METRICS", "DEFAULT_SCHEDULERS"]
@@ -41,12 +42,6 @@ DEFAULT_SCHEDULERS = ("fifo", "sjf", "srpt", "drfa", "drfs", "drff")
 DEFAULT_METRICS = ("jct_over_best", "avg_jct", "p95_jct", "avg_wait", "avg_slowdown",
                    "makespan", "util_cpu", "energy_kwh", "preemptions", "jain_fairness",
                    "decision_time_p99", "unfinished_jobs")
-
-
-def _plain(doc: str | None) -> str:
-    """``doc`` without its reST markup (``:func:`x` `` -> ``x``, double backquotes dropped),
-    for ``--help``."""
-    return re.sub(r":\w+:`~?([^`]+)`", r"\1", doc or "").replace("``", "")
 
 
 def run_grid(scenario_name: str, schedulers: Sequence[str], seeds: Iterable[int],
@@ -232,7 +227,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     """
     from hetgym import scenarios, schedulers
 
-    p = argparse.ArgumentParser(prog="python -m hetgym.compare", description=_plain(__doc__),
+    p = argparse.ArgumentParser(prog="python -m hetgym.compare", description=plain_doc(__doc__),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--scenario", default=scenarios.DEFAULT,
                    help=f"scenario name (default {scenarios.DEFAULT})")

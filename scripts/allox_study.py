@@ -209,7 +209,8 @@ def bench(n_jobs: int = 200, repeats: int = 30) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from hetgym.cli import plain_doc
+    p = argparse.ArgumentParser(description=plain_doc(__doc__.split("\n\n")[0]))
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--loads", type=float, nargs="+", default=[1.0, 1.2],
                    help="offered GPU load of allox-hybrid (first one is swept and plotted)")

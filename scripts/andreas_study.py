@@ -309,7 +309,8 @@ def bench(n: int = 100, arrivals: int = 500, max_iter: int = 1000) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from hetgym.cli import plain_doc
+    ap = argparse.ArgumentParser(description=plain_doc(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--full", action="store_true", help="N = 10..100 step 10, 5 seeds")
     ap.add_argument("--ns", type=int, nargs="*", default=None, help="node counts (default 10 20)")
     ap.add_argument("--seeds", type=int, default=None, help="workload seeds 0..n-1 (default 2)")

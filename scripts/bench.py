@@ -192,7 +192,8 @@ def _ints(text: str) -> list[int]:
 
 def main() -> None:
     """Run the benchmarks and print the figures."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from hetgym.cli import plain_doc
+    p = argparse.ArgumentParser(description=plain_doc(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--jobs", type=int, default=100_000)
     p.add_argument("--env-steps", type=int, default=50_000)
     p.add_argument("--skip-sim", action="store_true")

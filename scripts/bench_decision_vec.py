@@ -38,7 +38,8 @@ def rate(env_id: str, scenario: str, kw: dict, mode: str, n: int, seconds: float
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from hetgym.cli import plain_doc
+    ap = argparse.ArgumentParser(description=plain_doc(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--num-envs", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=4.0)
     a = ap.parse_args()

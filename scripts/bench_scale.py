@@ -203,7 +203,8 @@ def _ints(s: str) -> list[int]:
 
 def main(argv: list[str] | None = None) -> None:
     """Parse the options, run the cells, print (and write) the tables."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from hetgym.cli import plain_doc
+    p = argparse.ArgumentParser(description=plain_doc(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", default="1000,10000,100000", help="jobs per run, comma separated")
     p.add_argument("--fifo-sizes", default="1000000", help="extra sizes for FIFO only")
     p.add_argument("--schedulers", default=",".join(SCHEDULERS))

@@ -171,7 +171,8 @@ def evaluate(out: Path, update_cards: bool = False) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line (module docstring)."""
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from hetgym.cli import plain_doc
+    p = argparse.ArgumentParser(description=plain_doc(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--pick", action="store_true", help="rank every baseline on training windows")
     p.add_argument("--families", default="hetero-small,google-hybrid,fitgpp-lab")
     p.add_argument("--pick-windows", type=int, default=6)

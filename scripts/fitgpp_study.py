@@ -384,7 +384,8 @@ def bench(n_jobs: int, seed: int, load: float | None = None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point."""
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from hetgym.cli import plain_doc
+    ap = argparse.ArgumentParser(description=plain_doc(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--jobs", type=int, default=2**13, help="jobs per workload (default 2**13)")
     ap.add_argument("--seeds", type=int, default=4, help="workloads = simulation seeds 0..n-1")
     ap.add_argument("--paper", action="store_true", help="paper size: 2**16 jobs, 8 seeds")

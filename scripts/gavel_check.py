@@ -128,7 +128,8 @@ def run_gavel(gavel_dir: Path, python: str, trace10: Path, policy: str, seed: in
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    from hetgym.cli import plain_doc
+    ap = argparse.ArgumentParser(description=plain_doc(__doc__.split("\n\n")[0]))
     ap.add_argument("--trace", type=Path, default=packaged_gavel_dir() / "6c71a0.trace")
     ap.add_argument("--jobs", type=int, default=40)
     ap.add_argument("--cluster", default="4:4:4", help="GPUs per type, v100:p100:k80")

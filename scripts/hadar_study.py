@@ -386,7 +386,8 @@ def bench(sizes: list[int], reps: int = 3) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    from hetgym.cli import plain_doc
+    ap = argparse.ArgumentParser(description=plain_doc(__doc__.splitlines()[0]))
     ap.add_argument("--full", action="store_true", help="hadar-sim with the paper's 480 jobs")
     ap.add_argument("--jobs", type=int, default=None, help="hadar-sim jobs (default 120, --full 480)")
     ap.add_argument("--seed", type=int, default=0)

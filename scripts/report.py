@@ -210,7 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from hetgym.compare import DEFAULT_METRICS, aggregate, rank
     from hetgym.io import write_atomic_bytes, write_atomic_csv
 
-    p = argparse.ArgumentParser(prog="scripts/report.py", description=__doc__,
+    from hetgym.cli import plain_doc
+    p = argparse.ArgumentParser(prog="scripts/report.py", description=plain_doc(__doc__),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("sweep", type=Path, help="folder holding the runs' metrics.json files")
     p.add_argument("--out", type=Path, default=None, help="output folder (default: SWEEP/report)")

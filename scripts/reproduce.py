@@ -108,7 +108,8 @@ The *why* column links the family's doc that explains each gap:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point."""
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from hetgym.cli import plain_doc
+    ap = argparse.ArgumentParser(description=plain_doc(__doc__), formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="smaller sweeps (under 10 minutes on 2 cores)")
     ap.add_argument("--examples-only", action="store_true", help="only the worked examples (seconds)")
     ap.add_argument("--families", type=str, default=",".join(FAMILIES),

@@ -294,7 +294,8 @@ def worked_example_rows() -> list:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__,
+    from hetgym.cli import plain_doc
+    ap = argparse.ArgumentParser(description=plain_doc(__doc__),
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=3, help="generator draws for scenario 1")
     ap.add_argument("--large", action="store_true", help="also run scenario 2")
