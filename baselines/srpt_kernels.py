@@ -41,18 +41,13 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from baselines.kernels import (
-    _alloc_running_nb,
-    _place_first_nb,
-    best_time_nb,
-    job_best_nb,
-)
+from baselines.kernels import _place_first_nb, job_best_nb
 from hetgym.sim.batch import PLAN_OK, apply_plan_nb
 from hetgym.sim.codes import FUTURE, GRACE, QUEUED
 from hetgym.sim.mirror import NodeStateK, packer, struct_of
 from hetgym.sim.state import CTR_Q, CTR_QHEAD, CTR_QTAIL, CTR_RUN, CTR_SEG
 
-__all__ = ["NEED_ROOM", "SYNC_FAILED", "SRPTArrays", "SRPTArraysK", "decide_nb", "node_state_k",
+__all__ = ["C_WAIT", "NEED_ROOM", "SYNC_FAILED", "SRPTArrays", "SRPTArraysK", "decide_nb", "node_state_k",
            "pack_arrays", "srpt_step_nb"]
 
 #: :func:`srpt_step_nb`'s result when the heaps may not stand for the queue.
@@ -61,8 +56,8 @@ SYNC_FAILED = -1
 #: starts (nothing planned: grow them and call again).
 NEED_ROOM = -2
 # ctr fields: next job to arrive, tie of the last job put back at the head, jobs preempted
-# by us not back yet (in ``away``), jobs in the heaps
-C_NEXT, C_FRONT, C_AWAY, C_WAIT = range(4)
+# by us not back yet (in ``away``), jobs in the heaps, running jobs in the dense rows
+C_NEXT, C_FRONT, C_AWAY, C_WAIT, C_RUN = range(5)
 # opt fields: preemption limit (-1 none), placement policy, exact sums (0/1)
 O_LIMIT, O_POLICY, O_EXACT = range(3)
 # out fields: preemptions, starts, decisions applied
@@ -88,7 +83,7 @@ class SRPTArrays(NamedTuple):
     key_valid: np.ndarray  # bool[J, C]
     table: np.ndarray     # int64[J, k], candidate device types, -1 padded
     workers: np.ndarray   # int64[J], gang sizes
-    ctr: np.ndarray       # int64[4], C_* fields
+    ctr: np.ndarray       # int64[5], C_* fields
     opt: np.ndarray       # int64[3], O_* fields
     plan: object          # NodeStateK, scratch capacity of the walk
     now: object           # NodeStateK, scratch capacity once the preempted jobs left
@@ -99,6 +94,19 @@ class SRPTArrays(NamedTuple):
     nodes: np.ndarray     # int64[S, Wmax], out: their workers' nodes
     gpus: np.ndarray      # int64[S, Wmax], out: their workers' GPUs (-1 on CPU nodes)
     out: np.ndarray       # int64[3], OUT_* fields
+    # the running jobs as of the last call, in start order (``ctr[C_RUN]`` of them): what
+    # the walk reads of each, kept in dense rows (``R`` = the running list's length)
+    rj: np.ndarray        # int64[R], job
+    rw: np.ndarray        # int64[R], gang size
+    rnode: np.ndarray     # int64[R, Wmax], workers' nodes
+    rgpu: np.ndarray      # int64[R, Wmax], workers' GPUs
+    rcpu: np.ndarray      # float64[R, Wmax], workers' cores
+    rmem: np.ndarray      # float64[R], memory per worker
+    rdmax: np.ndarray     # float64[R], largest valid denom (0: none)
+    rdmin: np.ndarray     # float64[R], least valid denom
+    rrem: np.ndarray      # float64[R], scratch: remaining time on the fastest type
+    perm: np.ndarray      # int64[R], positions in rank order (last call's, then updated)
+    remap: np.ndarray     # int64[R], scratch: last call's position -> this call's, -1 gone
 
 
 SRPTArraysK = struct_of(SRPTArrays, module=__name__)
@@ -274,6 +282,114 @@ def srpt_step_nb(A, P, S, grace_code, apply):
     return n_pre + n_st
 
 
+@njit(cache=True, inline="always")
+def _alloc_row_nb(p, j, sign, A, node_dev, dev_is_cpu, cap):
+    """Give back (``sign`` -1) or take again (+1) running job ``j``'s resources (dense row
+    ``p``) on the arrays of ``cap`` (free_gpus, free_cpus, free_mem, free_dev, gpu_owner):
+    the floating-point operations of ``alloc_nb``."""
+    free_gpus, free_cpus, free_mem, free_dev, gpu_owner = cap
+    rnode, rgpu, rcpu = A.rnode, A.rgpu, A.rcpu
+    m = A.rmem[p]
+    for q in range(A.rw[p]):
+        n = rnode[p, q]
+        d = node_dev[n]
+        free_cpus[n] -= sign * rcpu[p, q]
+        free_mem[n] -= sign * m
+        g = rgpu[p, q]
+        if g >= 0:
+            free_gpus[n] -= sign
+            free_dev[d] -= sign
+            gpu_owner[n, g] = j if sign > 0 else -1
+        elif dev_is_cpu[d]:
+            free_dev[d] -= sign * rcpu[p, q]
+
+
+@njit(cache=True)
+def rows_nb(A, P, S):
+    """Bring the dense rows of the running jobs (``A.rj`` ...) in step with the simulator's
+    running list and rank them: ``A.rrem`` (remaining time on the fastest type, as
+    :func:`baselines.kernels.job_best_nb`) and ``A.perm`` (positions by ``(rrem, position)``).
+
+    The running list keeps start order: jobs leave it anywhere and join at its end, so a
+    merge of the rows with the list keeps the rows of the jobs still running (their
+    placements do not change while they run) and builds rows for the jobs that started
+    since. The last call's rank order is nearly this one's: an insertion sort mends it."""
+    jobs, js, run, node_dev = P.jobs, S.job, S.run, P.nodes.dev
+    running, nr = run.running, run.ctr[CTR_RUN]
+    rj, rw, rnode, rgpu, rcpu, rmem = A.rj, A.rw, A.rnode, A.rgpu, A.rcpu, A.rmem
+    rdmax, rdmin, rrem, perm, remap = A.rdmax, A.rdmin, A.rrem, A.perm, A.remap
+    nm = A.ctr[C_RUN]
+    r = 0
+    for i in range(nm):
+        if r < nr and rj[i] == running[r]:
+            if r != i:
+                rj[r] = rj[i]
+                rw[r] = rw[i]
+                for q in range(rw[i]):
+                    rnode[r, q] = rnode[i, q]
+                    rgpu[r, q] = rgpu[i, q]
+                    rcpu[r, q] = rcpu[i, q]
+                rmem[r] = rmem[i]
+                rdmax[r] = rdmax[i]
+                rdmin[r] = rdmin[i]
+            remap[i] = r
+            r += 1
+        else:
+            remap[i] = -1
+    kept = r
+    worker_node, worker_gpu, cpus_need = js.worker_node, js.worker_gpu, jobs.cpus_need
+    denom, valid = A.denom, A.valid
+    for r in range(kept, nr):  # started since the last call
+        j = running[r]
+        rj[r] = j
+        w = A.workers[j]
+        rw[r] = w
+        for q in range(w):
+            n = worker_node[j, q]
+            rnode[r, q] = n
+            rgpu[r, q] = worker_gpu[j, q]
+            rcpu[r, q] = cpus_need[j, node_dev[n]]
+        rmem[r] = jobs.mem[j]
+        hi = 0.0
+        lo = np.inf
+        for c in range(denom.shape[1]):
+            if valid[j, c]:
+                hi = max(hi, denom[j, c])
+                lo = min(lo, denom[j, c])
+        rdmax[r] = hi
+        rdmin[r] = lo
+    A.ctr[C_RUN] = nr
+    remaining = js.remaining
+    for p in range(nr):
+        # min over the valid types of x / denom: x / (largest denom) for x >= 0, x / (least)
+        # for x < 0 (correctly rounded division is monotone: the same number)
+        x = remaining[rj[p]]
+        if rdmax[p] <= 0.0:
+            rrem[p] = np.inf
+        elif x >= 0.0:
+            rrem[p] = x / rdmax[p]
+        else:
+            rrem[p] = x / rdmin[p]
+    c = 0
+    for t in range(nm):
+        q = remap[perm[t]]
+        if q >= 0:
+            perm[c] = q
+            c += 1
+    for r in range(kept, nr):
+        perm[c] = r
+        c += 1
+    for t in range(1, nr):  # insertion sort by (rrem, position)
+        p = perm[t]
+        x = rrem[p]
+        u = t - 1
+        while u >= 0 and (rrem[perm[u]] > x or (rrem[perm[u]] == x and perm[u] > p)):
+            perm[u + 1] = perm[u]
+            u -= 1
+        perm[u + 1] = p
+
+
+
 @njit(cache=True)
 def decide_nb(A, P, S, grace_code):
     """SRPT's plan at this decision point (module docstring) on the
@@ -282,10 +398,9 @@ def decide_nb(A, P, S, grace_code):
     ``A.gpus[k, :W]``; the jobs started leave their heaps. Returns -1 (nothing changed,
     ``A.out[OUT_ST]`` the number of starts) when the start arrays are too short."""
     jobs, js, run, nodes, free = P.jobs, S.job, S.run, P.nodes, S.node
-    status, n_preempt, remaining = js.status, js.n_preempt, js.remaining
-    worker_node, worker_gpu = js.worker_node, js.worker_gpu
+    status, n_preempt, worker_node = js.status, js.n_preempt, js.worker_node
     cpus_need, mem, grace = jobs.cpus_need, jobs.mem, jobs.grace
-    workers, table, denom, valid = A.workers, A.table, A.denom, A.valid
+    workers, table = A.workers, A.table
     key, tie, heap, goff, hn = A.key, A.tie, A.heap, A.goff, A.hn
     plan, now, scr_f, scr_i = A.plan, A.now, A.scr_f, run.scr_i
     limit, policy, exact_sums = A.opt[O_LIMIT], A.opt[O_POLICY], A.opt[O_EXACT] != 0
@@ -295,21 +410,16 @@ def decide_nb(A, P, S, grace_code):
         cap.free_mem[:] = free.free_mem
         cap.gpu_owner[:, :] = free.gpu_owner
         cap.free_dev[:] = free.free_dev
+    rows_nb(A, P, S)
     nr = run.ctr[CTR_RUN]
-    running = run.running
-    movable = np.empty(nr, dtype=np.int64)
-    m = 0
-    for r in range(nr):
-        j = running[r]
-        if status[j] == grace_code or (limit >= 0 and n_preempt[j] >= limit):
-            continue
-        movable[m] = j
-        m += 1
-    movable = movable[:m]
-    rem = np.empty(m)
-    best_time_nb(movable, remaining, denom, valid, rem)
+    rj, rw, rnode, rgpu, rcpu, rmem, rrem, perm = A.rj, A.rw, A.rnode, A.rgpu, A.rcpu, A.rmem, \
+        A.rrem, A.perm
+    movable = np.empty(nr, dtype=np.bool_)  # by position in the rows (start order)
+    for p in range(nr):
+        j = rj[p]
+        movable[p] = not (status[j] == grace_code or (limit >= 0 and n_preempt[j] >= limit))
     n_groups = hn.shape[0]
-    keep = np.zeros(m, dtype=np.bool_)  # by position in ``movable``
+    keep = np.zeros(nr, dtype=np.bool_)
     # With exact sums, the running jobs that rank before every waiting job (remaining time
     # <= the least key) are left out of the walk: nothing can have taken their places
     # before them, so each would keep its place, and giving back and taking again the
@@ -320,22 +430,22 @@ def decide_nb(A, P, S, grace_code):
         for g in range(n_groups):
             if hn[g] > 0:
                 first = min(first, key[heap[goff[g]]])
-    walk = np.empty(m, dtype=np.int64)  # positions walked, in ``movable`` order
+    order = np.empty(nr, dtype=np.int64)  # positions walked, in rank order (ties: start order)
     mt = 0
-    for a in range(m):
-        if rem[a] <= first:
-            keep[a] = True
+    for t in range(nr):
+        p = perm[t]
+        if not movable[p]:
+            continue
+        if rrem[p] <= first:
+            keep[p] = True
         else:
-            walk[mt] = a
+            order[mt] = p
             mt += 1
-    walk = walk[:mt]
-    order = walk[np.argsort(rem[walk], kind="mergesort")]  # stable: ties in start order
     node_dev, dev_is_cpu = nodes.dev, nodes.dev_is_cpu
     pc = (plan.free_gpus, plan.free_cpus, plan.free_mem, plan.free_dev, plan.gpu_owner)
     free_cpus, free_mem, gpu_owner = plan.free_cpus, plan.free_mem, plan.gpu_owner
     for i in range(mt):  # every movable job walked gives back what it holds
-        _alloc_running_nb(movable[walk[i]], -1, workers, worker_node, worker_gpu, cpus_need, mem,
-                          node_dev, dev_is_cpu, pc)
+        _alloc_row_nb(order[i], rj[order[i]], -1, A, node_dev, dev_is_cpu, pc)
     alive = np.ones(n_groups, dtype=np.bool_)
     starts = np.empty(A.ctr[C_WAIT], dtype=np.int64)
     n_st = 0
@@ -354,32 +464,30 @@ def decide_nb(A, P, S, grace_code):
                 best = g
                 bj = h
         k = key[bj] if best >= 0 else np.inf
-        while i < mt and rem[order[i]] <= k:  # running jobs that rank first keep their place
-            a = order[i]  # if it is free (written out here: as a helper call it costs 10x)
-            j = movable[a]
-            w = workers[j]
+        while i < mt and rrem[order[i]] <= k:  # running jobs that rank first keep their place
+            p = order[i]  # if it is free (written out here: as a helper call it costs 10x)
+            w = rw[p]
             for q in range(w):
-                scr_f[0, worker_node[j, q]] = 0.0
-                scr_f[1, worker_node[j, q]] = 0.0
+                scr_f[0, rnode[p, q]] = 0.0
+                scr_f[1, rnode[p, q]] = 0.0
             ok = True
             for q in range(w):
-                n = worker_node[j, q]
-                g = worker_gpu[j, q]
+                n = rnode[p, q]
+                g = rgpu[p, q]
                 if g >= 0 and gpu_owner[n, g] >= 0:
                     ok = False
                     break
-                scr_f[0, n] += cpus_need[j, node_dev[n]]
-                scr_f[1, n] += mem[j]
+                scr_f[0, n] += rcpu[p, q]
+                scr_f[1, n] += rmem[p]
             if ok:
                 for q in range(w):
-                    n = worker_node[j, q]
+                    n = rnode[p, q]
                     if free_cpus[n] + 1e-9 < scr_f[0, n] or free_mem[n] + 1e-9 < scr_f[1, n]:
                         ok = False
                         break
             if ok:
-                keep[a] = True
-                _alloc_running_nb(j, 1, workers, worker_node, worker_gpu, cpus_need, mem, node_dev,
-                                  dev_is_cpu, pc)
+                keep[p] = True
+                _alloc_row_nb(p, rj[p], 1, A, node_dev, dev_is_cpu, pc)
             i += 1
         if best < 0:
             break
@@ -397,15 +505,14 @@ def decide_nb(A, P, S, grace_code):
     n_pre = 0
     out_pre = A.pre
     nc = (now.free_gpus, now.free_cpus, now.free_mem, now.free_dev, now.gpu_owner)
-    for a in range(m):
-        if keep[a]:
+    for p in range(nr):
+        if keep[p] or not movable[p]:
             continue
-        j = movable[a]
+        j = rj[p]
         out_pre[n_pre] = j
         n_pre += 1
         if grace[j] <= 0:
-            _alloc_running_nb(j, -1, workers, worker_node, worker_gpu, cpus_need, mem, node_dev,
-                              dev_is_cpu, nc)
+            _alloc_row_nb(p, j, -1, A, node_dev, dev_is_cpu, nc)
     A.out[OUT_PRE] = n_pre
     out_job, out_dev, out_nodes, out_gpus = A.job, A.dev, A.nodes, A.gpus
     k_out = 0

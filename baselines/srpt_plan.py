@@ -18,6 +18,7 @@ import numpy as np
 
 from baselines.parts import shape_groups
 from baselines.srpt_kernels import (
+    C_WAIT,
     NEED_ROOM,
     OUT_DONE,
     OUT_PRE,
@@ -73,26 +74,32 @@ class SRPTPlan:
         np.cumsum(np.bincount(gid, minlength=n_groups), out=goff[1:])
         n = view.n_jobs
         limit = view.max_preemptions
+        r = len(sim.state.run.running)
+        wmax = sim.js.worker_node.shape[1]
         ns = [NodeState(*[np.array(a) for a in sim.ns]) for _ in range(2)]
-        self._fields = dict(
-            gid=gid, goff=goff, heap=np.zeros(n, dtype=np.int64),
-            hn=np.zeros(n_groups, dtype=np.int64), key=np.zeros(n), tie=np.zeros(n, dtype=np.int64),
-            inheap=np.zeros(n, dtype=np.bool_), flag=np.zeros(n, dtype=np.bool_),
-            away=np.zeros(n, dtype=np.int64),
-            denom=np.ascontiguousarray(w[:, None] * tput * eff[:, None]),
-            valid=np.ascontiguousarray((tput > 0) & np.asarray(view.holdable)),
-            key_den=np.ascontiguousarray(w[:, None] * jb.tput * eff_j[:, None]),
-            key_valid=np.ascontiguousarray((jb.tput > 0) & jb.holdable),
-            table=np.ascontiguousarray(table, dtype=np.int64), workers=self.workers,
-            ctr=np.zeros(4, dtype=np.int64),
-            opt=np.array([-1 if limit is None else int(limit), int(sim.policy), int(exact_sums(sim))],
-                         dtype=np.int64),
+        self._fields = {
+            "gid": gid, "goff": goff, "heap": np.zeros(n, dtype=np.int64),
+            "hn": np.zeros(n_groups, dtype=np.int64), "key": np.zeros(n),
+            "tie": np.zeros(n, dtype=np.int64), "inheap": np.zeros(n, dtype=np.bool_),
+            "flag": np.zeros(n, dtype=np.bool_), "away": np.zeros(n, dtype=np.int64),
+            "denom": np.ascontiguousarray(w[:, None] * tput * eff[:, None]),
+            "valid": np.ascontiguousarray((tput > 0) & np.asarray(view.holdable)),
+            "key_den": np.ascontiguousarray(w[:, None] * jb.tput * eff_j[:, None]),
+            "key_valid": np.ascontiguousarray((jb.tput > 0) & jb.holdable),
+            "table": np.ascontiguousarray(table, dtype=np.int64), "workers": self.workers,
+            "ctr": np.zeros(5, dtype=np.int64),
+            "opt": np.array([-1 if limit is None else int(limit), int(sim.policy),
+                             int(exact_sums(sim))], dtype=np.int64),
             # scratch capacity, filled by the kernel on each call; structrefs like the
             # simulator's own (hetgym.sim.mirror)
-            plan=node_state_k(ns[0]), now=node_state_k(ns[1]),
-            scr_f=np.zeros((2, len(view.node_device))),
-            pre=np.zeros(len(sim.state.run.running), dtype=np.int64),
-            out=np.zeros(3, dtype=np.int64))
+            "plan": node_state_k(ns[0]), "now": node_state_k(ns[1]),
+            "scr_f": np.zeros((2, len(view.node_device))),
+            "pre": np.zeros(r, dtype=np.int64), "out": np.zeros(3, dtype=np.int64),
+            "rj": np.zeros(r, dtype=np.int64), "rw": np.zeros(r, dtype=np.int64),
+            "rnode": np.zeros((r, wmax), dtype=np.int64), "rgpu": np.zeros((r, wmax), dtype=np.int64),
+            "rcpu": np.zeros((r, wmax)), "rmem": np.zeros(r), "rdmax": np.zeros(r),
+            "rdmin": np.zeros(r), "rrem": np.zeros(r), "perm": np.zeros(r, dtype=np.int64),
+            "remap": np.zeros(r, dtype=np.int64)}
         self._starts(16)
         self._entry = None  # compiled entry point
 
@@ -110,7 +117,7 @@ class SRPTPlan:
 
     def __len__(self) -> int:
         """Jobs waiting in the heaps."""
-        return int(self.arrays.ctr[3])
+        return int(self.arrays.ctr[C_WAIT])
 
     def step(self, apply: bool) -> int | None:
         """One decision point: bring the heaps in step with the queue and plan it
