@@ -26,7 +26,7 @@ from hetgym.decisions import Decision, Placement, Preempt, Start
 from hetgym.sim.codes import JobStatus
 from hetgym.sim.view import View
 
-__all__ = ["PolicyScheduler", "FIFO", "SJF", "SRPT"]
+__all__ = ["FIFO", "SJF", "SRPT", "PolicyScheduler"]
 
 _SHORT = 32  # queues up to this long are ordered whole (PolicyScheduler fast path)
 _FUTURE, _QUEUED, _GRACE = int(JobStatus.FUTURE), int(JobStatus.QUEUED), int(JobStatus.GRACE)
@@ -183,7 +183,7 @@ class SRPT:
     round_length: float | None = None
 
     @classmethod
-    def make(cls, device: str = "fastest_free") -> "SRPT":
+    def make(cls, device: str = "fastest_free") -> SRPT:
         """Factory for the registry: ``device`` as in :func:`device_choice`."""
         return cls(devices=device_choice(device))
 

@@ -1,9 +1,9 @@
 """Numba kernels of the baselines (the inner loops of their decisions).
 
 * :func:`best_time_nb` / :func:`job_best_nb`: SRPT's ranking key, remaining time on the
-  fastest type; :func:`_place_first_nb`, :func:`_alloc_running_nb`: placing a waiting
-  job, giving back or taking again a running job's resources (SRPT's decision point is
-  in :mod:`baselines.srpt_kernels`).
+  fastest type; :func:`_place_first_nb`: placing a waiting job on
+  its first candidate type with room (SRPT's decision point is in
+  :mod:`baselines.srpt_kernels`).
 * :func:`group_bounds_nb`: how many jobs of each shape group may fit
   (:class:`baselines.parts.WaitingGroups`, SJF's fast path).
 * :func:`jsq_omega_nb`: JSQ+'s projected machine free times
@@ -24,28 +24,6 @@ from hetgym.sim.kernels import alloc_nb, may_fit_arrays_nb, node_slots_nb, place
 
 __all__ = ["any_start_nb", "best_time_nb", "group_bounds_nb", "job_best_nb", "jsq_omega_nb",
            "pairs_admit_nb", "share_fill_nb"]
-
-
-@njit(cache=True, inline="always")
-def _alloc_running_nb(j, sign, workers, worker_node, worker_gpu, cpus_need, mem, node_dev,
-                      dev_is_cpu, cap):
-    """``alloc_nb`` for running job ``j``'s current placement on the plain arrays of ``cap``
-    (free_gpus, free_cpus, free_mem, free_dev, gpu_owner): the same floating-point
-    operations. (Fields of a NamedTuple read inside a loop cost some 0.2 us per job in
-    Numba; read once, outside, they cost nothing.)"""
-    free_gpus, free_cpus, free_mem, free_dev, gpu_owner = cap
-    for q in range(workers[j]):
-        n = worker_node[j, q]
-        d = node_dev[n]
-        free_cpus[n] -= sign * cpus_need[j, d]
-        free_mem[n] -= sign * mem[j]
-        g = worker_gpu[j, q]
-        if g >= 0:
-            free_gpus[n] -= sign
-            free_dev[d] -= sign
-            gpu_owner[n, g] = j if sign > 0 else -1
-        elif dev_is_cpu[d]:
-            free_dev[d] -= sign * cpus_need[j, d]
 
 
 @njit(cache=True)

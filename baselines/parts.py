@@ -28,15 +28,15 @@ from hetgym.sim.dispatch import entry
 from hetgym.sim.view import CapacityModel, View
 
 __all__ = [
-    "Ordering",
     "ArrivalOrder",
-    "ShortestFirst",
     "DeviceChoice",
     "FastestFirst",
     "FastestOnly",
     "GreedyAdmission",
-    "preference",
+    "Ordering",
+    "ShortestFirst",
     "WaitingGroups",
+    "preference",
     "shape_groups",
 ]
 
@@ -103,7 +103,7 @@ def preference(view: View) -> np.ndarray:
     return cached
 
 
-_PREF: "weakref.WeakKeyDictionary[object, np.ndarray]" = weakref.WeakKeyDictionary()
+_PREF: weakref.WeakKeyDictionary[object, np.ndarray] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ class FastestOnly:
         return cached
 
 
-_FIRST: "weakref.WeakKeyDictionary[object, np.ndarray]" = weakref.WeakKeyDictionary()
+_FIRST: weakref.WeakKeyDictionary[object, np.ndarray] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)

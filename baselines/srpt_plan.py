@@ -56,6 +56,9 @@ class SRPTPlan:
         table: ``(J, k)`` candidate device types of every job, -1 padded.
     """
 
+    #: Rows of the start arrays at first (they grow when a decision point starts more jobs).
+    first_rows = 16
+
     def __init__(self, view: View, table: np.ndarray) -> None:
         sim = view.simulator
         self.sim = sim
@@ -100,7 +103,7 @@ class SRPTPlan:
             "rcpu": np.zeros((r, wmax)), "rmem": np.zeros(r), "rdmax": np.zeros(r),
             "rdmin": np.zeros(r), "rrem": np.zeros(r), "perm": np.zeros(r, dtype=np.int64),
             "remap": np.zeros(r, dtype=np.int64)}
-        self._starts(16)
+        self._starts(self.first_rows)
         self._entry = None  # compiled entry point
 
     def _starts(self, n: int) -> None:
