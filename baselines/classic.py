@@ -26,7 +26,7 @@ from hetgym.decisions import Decision, Placement, Preempt, Start
 from hetgym.sim.codes import JobStatus
 from hetgym.sim.view import View
 
-__all__ = ["PolicyScheduler", "FIFO", "SJF", "SRPT"]
+__all__ = ["FIFO", "SJF", "SRPT", "PolicyScheduler"]
 
 _SHORT = 32  # queues up to this long are ordered whole (PolicyScheduler fast path)
 _FUTURE, _QUEUED, _GRACE = int(JobStatus.FUTURE), int(JobStatus.QUEUED), int(JobStatus.GRACE)
@@ -183,74 +183,70 @@ class SRPT:
     round_length: float | None = None
 
     @classmethod
-    def make(cls, device: str = "fastest_free") -> "SRPT":
+    def make(cls, device: str = "fastest_free") -> SRPT:
         """Factory for the registry: ``device`` as in :func:`device_choice`."""
         return cls(devices=device_choice(device))
 
     def reset(self, view: View) -> None:
-        """Shape groups of the waiting jobs for the fast path (when it applies)."""
-        self._groups: WaitingGroups | None = None
+        """Shape heaps of the waiting jobs for the fast path (when it applies)."""
+        self._groups: SRPTPlan | None = None
         if isinstance(view, View) and type(self.devices) in (FastestFirst, FastestOnly):
-            self._table = self.devices.table(view)  # type: ignore[attr-defined]
-            self._groups = WaitingGroups(view, self._table)
-            self._next = 0
-            self._front = 0  # tie of the next job put back at the head of the queue, minus 1
-            self._away: set[int] = set()  # preempted by us, not back in the queue yet
+            self._groups = SRPTPlan(view, self.devices.table(view))  # type: ignore[attr-defined]
             self._proposed: list[Start | _Preempted] = []
-            self._plan = SRPTPlan(view, self._table)
 
     def decide(self, view: View) -> list[Decision]:
         """Preempt jobs outranked by shorter ones, start the shorter ones."""
         if len(view.queue) == 0:
             return []
-        groups = self._fast_groups(view)
-        if groups is None:
-            return self._decide_all(view)
-        plan = self._plan
-        n_st, n_pre = plan.decide(view, groups)
-        self._proposed = []
+        plan = self._fast(view)
+        if plan is None or plan.step(False) is None:
+            return self._fall_back(view)
         out: list[Decision] = []
-        for j in plan.pre[:n_pre].tolist():
+        self._proposed = []
+        for j in plan.pre[:plan.n_pre].tolist():
             out.append(Preempt(j))
-            self._away.add(j)
             self._proposed.append(_Preempted(j, int(plan.n_preempt[j])))
         workers = plan.workers
-        for i in range(n_st):
+        for i in range(plan.n_st):
             j = int(plan.job[i])
             w = int(workers[j])
             d = Start(j, int(plan.dev[i]), Placement(plan.nodes[i, :w].copy(), plan.gpus[i, :w].copy()))
             out.append(d)
-            groups.remove(j)
             self._proposed.append(d)
         return out
 
     def decide_and_apply(self, view: View) -> int:
         """What :meth:`decide` returns, carried out at once (the runner's fast path, see
-        :func:`hetgym.simulate`): the same preemptions and starts in the same order,
-        applied by :meth:`~hetgym.sim.engine.Simulator.apply_plan` in one compiled call,
-        without building decision objects. Returns the number of decisions."""
-        groups = self._fast_groups(view) if view.simulator.n_queue else None
-        if groups is None:
+        :func:`hetgym.simulate`): the same preemptions and starts in the same order, planned
+        and applied in one compiled call (:meth:`SRPTPlan.step`), without decision objects.
+        Returns the number of decisions."""
+        plan = self._fast(view)
+        k = None if plan is None else plan.step(True)
+        if k is None:
             out = self.decide(view)
             if out:
                 view.simulator.apply(out)
             return len(out)
-        plan = self._plan
-        n_st, n_pre = plan.decide(view, groups)
         self._proposed = []
-        self._away.update(plan.pre[:n_pre].tolist())
-        for j in plan.job[:n_st].tolist():
-            groups.remove(j)
-        view.simulator.apply_plan(plan.pre, n_pre, plan.job, plan.dev, plan.nodes, plan.gpus, n_st)
-        return n_pre + n_st
+        return k
 
-    def _fast_groups(self, view: View) -> WaitingGroups | None:
-        """The shape groups brought in step with the queue, or None (and the fast path off
-        from now on) when they may not stand for it."""
-        groups = getattr(self, "_groups", None)
-        if groups is not None and not self._sync(view, groups):
-            self._groups = groups = None  # someone else decides too: rank everything from now on
-        return groups
+    def _fast(self, view: View) -> SRPTPlan | None:
+        """The shape heaps, or None (and the fast path off from now on) when a decision
+        proposed last time was not carried out (someone else decides too)."""
+        plan = getattr(self, "_groups", None)
+        if plan is not None and self._proposed:
+            st = view.status
+            for d in self._proposed:
+                if (st[d.job] == _QUEUED) if isinstance(d, Start) else \
+                        (plan.n_preempt[d.job] <= d.before):
+                    self._groups = plan = None
+                    break
+        return plan
+
+    def _fall_back(self, view: View) -> list[Decision]:
+        """The fast path off for good: rank every job from now on."""
+        self._groups = None
+        return self._decide_all(view)
 
     def _decide_all(self, view: View) -> list[Decision]:
         """The rule of the class docstring, straightforwardly: rank every job."""
@@ -303,44 +299,6 @@ class SRPT:
                     out.append(Start(j, d, pl))
                     break
         return out
-
-    def _sync(self, view: View, groups: WaitingGroups) -> bool:
-        """Bring the shape groups in step with ``view.queue``; False if they may not stand
-        for it (a decision proposed last time was not carried out, or the queue has
-        another length: someone else decides too).
-
-        Arrivals join at the tail (tie = job index); jobs we preempted come back at
-        the head (ties below every tie given so far, the most recent lowest), where
-        ``view.queue`` shows them in order. Ranking keys (remaining time on the
-        fastest type) are fixed while a job waits.
-        """
-        plan = self._plan
-        st, n = plan.status, plan.n_jobs
-        for d in self._proposed:
-            if (st[d.job] == _QUEUED) if isinstance(d, Start) else \
-                    (plan.n_preempt[d.job] <= d.before):
-                return False
-        lo = k = self._next
-        while k < n and st[k] != _FUTURE:
-            k += 1
-        self._next = k
-        back = [j for j in self._away if st[j] == _QUEUED]
-        if self._away:
-            self._away = {j for j in self._away if st[j] == _GRACE}
-        if back:
-            head = plan.queue_head(len(back))
-            jobs = head.tolist()
-            if set(jobs) != set(back):
-                return False
-            keys = plan.keys(head).tolist()
-            for i in range(len(jobs) - 1, -1, -1):
-                self._front -= 1
-                groups.add(jobs[i], keys[i], self._front)
-        if k > lo:
-            new = np.arange(lo, k, dtype=np.int64)
-            for j, kk in zip(new.tolist(), plan.keys(new).tolist()):
-                groups.add(j, kk, j)
-        return len(groups) == view.simulator.n_queue
 
 
 @dataclass(frozen=True)

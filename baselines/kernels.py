@@ -1,9 +1,11 @@
 """Numba kernels of the baselines (the inner loops of their decisions).
 
-* :func:`srpt_decide_nb`: one decision of :class:`baselines.classic.SRPT`
-  (:func:`best_time_nb`: its ranking key, remaining time on the fastest type).
+* :func:`best_time_nb` / :func:`job_best_nb`: SRPT's ranking key, remaining time on the
+  fastest type; :func:`_place_first_nb`: placing a waiting job on
+  its first candidate type with room (SRPT's decision point is in
+  :mod:`baselines.srpt_kernels`).
 * :func:`group_bounds_nb`: how many jobs of each shape group may fit
-  (:class:`baselines.parts.WaitingGroups`, SJF's and SRPT's fast paths).
+  (:class:`baselines.parts.WaitingGroups`, SJF's fast path).
 * :func:`jsq_omega_nb`: JSQ+'s projected machine free times
   (:class:`baselines.allox_naive.JSQPlus`).
 * :func:`pairs_admit_nb`: SJF+'s walk over (job, device type) pairs
@@ -11,22 +13,6 @@
 * :func:`share_fill_nb`: ES filling one user's share (:class:`baselines.drf.EqualShare`).
 * :func:`any_start_nb`: whether any waiting job could still start on idle machines
   (:class:`baselines.allox.AlloX`).
-
-:func:`srpt_decide_nb` carries out SRPT's rule (see the class docstring) at one
-decision point: movable running jobs (not in a grace period, under the preemption
-limit) and waiting jobs are walked in order of remaining time on their fastest type
-(running jobs first on ties, waiting jobs by ``(key, tie)``), on a scratch copy of
-free capacity from which every movable job's resources were given back. A running
-job keeps its placement if it is still free there; a waiting job takes the first
-device type of its ``table`` row with room (the simulator's placement kernel). Then
-the movable jobs not kept are preempted, and the planned starts are placed on what is
-free once the preempted jobs without a grace period have left.
-
-The waiting jobs come from :class:`baselines.parts.WaitingGroups` (jobs of one
-*shape* fit, or do not, alike, and capacity only shrinks during the walk): the kernel
-gets a prefix of each group in ``(key, tie)`` order, walks the groups' heads merged,
-and drops a group at its first job that finds no room. So a decision costs the
-running jobs plus what starts plus one job per shape, not the length of the queue.
 """
 
 from __future__ import annotations
@@ -36,34 +22,8 @@ from numba import njit
 
 from hetgym.sim.kernels import alloc_nb, may_fit_arrays_nb, node_slots_nb, place_nb
 
-__all__ = ["NEED_MORE", "any_start_nb", "best_time_nb", "group_bounds_nb", "jsq_omega_nb", "pairs_admit_nb",
-           "share_fill_nb", "srpt_decide_nb"]
-
-#: Return value (minus the group's position) when a group's prefix ran out: call again
-#: with longer prefixes.
-NEED_MORE = -1
-
-
-@njit(cache=True, inline="always")
-def _alloc_running_nb(j, sign, workers, worker_node, worker_gpu, cpus_need, mem, node_dev,
-                      dev_is_cpu, cap):
-    """``alloc_nb`` for running job ``j``'s current placement on the plain arrays of ``cap``
-    (free_gpus, free_cpus, free_mem, free_dev, gpu_owner): the same floating-point
-    operations. (Fields of a NamedTuple read inside a loop cost some 0.2 us per job in
-    Numba; read once, outside, they cost nothing.)"""
-    free_gpus, free_cpus, free_mem, free_dev, gpu_owner = cap
-    for q in range(workers[j]):
-        n = worker_node[j, q]
-        d = node_dev[n]
-        free_cpus[n] -= sign * cpus_need[j, d]
-        free_mem[n] -= sign * mem[j]
-        g = worker_gpu[j, q]
-        if g >= 0:
-            free_gpus[n] -= sign
-            free_dev[d] -= sign
-            gpu_owner[n, g] = j if sign > 0 else -1
-        elif dev_is_cpu[d]:
-            free_dev[d] -= sign * cpus_need[j, d]
+__all__ = ["any_start_nb", "best_time_nb", "group_bounds_nb", "job_best_nb", "jsq_omega_nb",
+           "pairs_admit_nb", "share_fill_nb"]
 
 
 @njit(cache=True)
@@ -105,175 +65,23 @@ def _place_first_nb(j, table, workers, cpus_need, mem, policy, nodes, cap, scr_i
     return -1
 
 
+@njit(cache=True, inline="always")
+def job_best_nb(j, remaining, den, valid):
+    """The least ``remaining[j] / den[j, c]`` over the ``valid`` types of job ``j`` (inf if none)."""
+    best = np.inf
+    for c in range(den.shape[1]):
+        if valid[j, c]:
+            best = min(best, remaining[j] / den[j, c])
+    return best
+
+
 @njit(cache=True)
 def best_time_nb(jobs, remaining, den, valid, out):
-    """``out[i]``: the least ``remaining[j] / den[j, c]`` over the ``valid`` types of job
-    ``j = jobs[i]`` (inf if none): ``View.durations(jobs, remaining=True).min(axis=1)``
-    with the divisors computed once (the same floating-point operations)."""
+    """``out[i]``: :func:`job_best_nb` of job ``jobs[i]``: ``View.durations(jobs,
+    remaining=True).min(axis=1)`` with the divisors computed once (the same floating-point
+    operations)."""
     for i in range(jobs.shape[0]):
-        j = jobs[i]
-        best = np.inf
-        for c in range(den.shape[1]):
-            if valid[j, c]:
-                best = min(best, remaining[j] / den[j, c])
-        out[i] = best
-
-
-@njit(cache=True)
-def srpt_decide_nb(running, status, grace_code, n_preempt, limit, remaining, denom, valid,
-                   grace, heads, hoff, hfull, table, workers, cpus_need, mem,
-                   worker_node, worker_gpu, policy, nodes, free, plan, now, scr_i, scr_f,
-                   exact_sums, out_pre, out_job, out_dev, out_nodes, out_gpus, out_n):
-    """One SRPT decision (module docstring).
-
-    Args (beyond the simulator's arrays): ``denom[j, c]`` is ``W * tput * W ** (e - 1)``
-    (remaining time = ``remaining / denom`` where ``valid``); ``heads[p]``: key, tie and
-    job (as floats) of the groups' prefixes, group ``g`` at ``hoff[g]:hoff[g + 1]``,
-    ``hfull[g]`` when that prefix is the whole group; ``free``: the simulator's free
-    capacity (a ``NodeState``, read only); ``plan`` and ``now``: two scratch ``NodeState``
-    of the same shapes, overwritten with copies of ``free`` here; ``limit`` -1 for no
-    preemption limit; ``exact_sums``: every amount of cores and memory (jobs' and nodes')
-    is an integer, so that sums of them do not depend on their order (then the running
-    jobs that rank before every waiting job are not walked: same result, less work).
-
-    Returns the number of starts written to ``out_job``, ``out_dev``, ``out_nodes[k, :W]``,
-    ``out_gpus[k, :W]`` (``out_n[0]``: the number of preemptions, in ``out_pre``), or
-    ``NEED_MORE - g`` when group ``g``'s prefix is too short (nothing is written then).
-    """
-    for cap in (plan, now):  # the scratch copies of free capacity
-        cap.free_gpus[:] = free.free_gpus
-        cap.free_cpus[:] = free.free_cpus
-        cap.free_mem[:] = free.free_mem
-        cap.gpu_owner[:, :] = free.gpu_owner
-        cap.free_dev[:] = free.free_dev
-    hk = heads[:, 0]
-    ht = heads[:, 1]
-    nr = running.shape[0]
-    movable = np.empty(nr, dtype=np.int64)
-    m = 0
-    for r in range(nr):
-        j = running[r]
-        if status[j] == grace_code or (limit >= 0 and n_preempt[j] >= limit):
-            continue
-        movable[m] = j
-        m += 1
-    movable = movable[:m]
-    rem = np.empty(m)
-    best_time_nb(movable, remaining, denom, valid, rem)
-    n_groups = hoff.shape[0] - 1
-    keep = np.zeros(m, dtype=np.bool_)  # by position in ``movable``
-    # With exact sums, the running jobs that rank before every waiting job (remaining time
-    # <= the least key) are left out of the walk: nothing can have taken their places
-    # before them, so each would keep its place, and giving back and taking again the
-    # same integral amounts leaves the scratch capacity as it was.
-    first = -np.inf  # nothing left out
-    if exact_sums:
-        first = np.inf
-        for g in range(n_groups):
-            if hoff[g] < hoff[g + 1]:
-                first = min(first, hk[hoff[g]])
-    walk = np.empty(m, dtype=np.int64)  # positions walked, in ``movable`` order
-    mt = 0
-    for a in range(m):
-        if rem[a] <= first:
-            keep[a] = True
-        else:
-            walk[mt] = a
-            mt += 1
-    walk = walk[:mt]
-    order = walk[np.argsort(rem[walk], kind="mergesort")]  # stable: ties in start order
-    node_dev, dev_is_cpu = nodes.dev, nodes.dev_is_cpu
-    pc = (plan.free_gpus, plan.free_cpus, plan.free_mem, plan.free_dev, plan.gpu_owner)
-    free_cpus, free_mem, gpu_owner = plan.free_cpus, plan.free_mem, plan.gpu_owner
-    for i in range(mt):  # every movable job walked gives back what it holds
-        _alloc_running_nb(movable[walk[i]], -1, workers, worker_node, worker_gpu, cpus_need, mem,
-                          node_dev, dev_is_cpu, pc)
-    cur = hoff[:n_groups].copy()
-    alive = np.ones(n_groups, dtype=np.bool_)
-    starts = np.empty(heads.shape[0], dtype=np.int64)
-    n_st = 0
-    wmax = worker_node.shape[1]
-    tmp_n = np.empty(wmax, dtype=np.int64)
-    tmp_g = np.empty(wmax, dtype=np.int64)
-    i = 0
-    while True:
-        best = -1
-        for g in range(n_groups):
-            if not alive[g]:
-                continue
-            p = cur[g]
-            if p == hoff[g + 1]:
-                if not hfull[g]:
-                    return NEED_MORE - g
-                continue
-            if best < 0:
-                best = g
-            else:
-                b = cur[best]
-                if hk[p] < hk[b] or (hk[p] == hk[b] and ht[p] < ht[b]):
-                    best = g
-        key = hk[cur[best]] if best >= 0 else np.inf
-        while i < mt and rem[order[i]] <= key:  # running jobs that rank first keep their place
-            a = order[i]  # if it is free (written out here: as a helper call it costs 10x)
-            j = movable[a]
-            w = workers[j]
-            for q in range(w):
-                scr_f[0, worker_node[j, q]] = 0.0
-                scr_f[1, worker_node[j, q]] = 0.0
-            ok = True
-            for q in range(w):
-                n = worker_node[j, q]
-                g = worker_gpu[j, q]
-                if g >= 0 and gpu_owner[n, g] >= 0:
-                    ok = False
-                    break
-                scr_f[0, n] += cpus_need[j, node_dev[n]]
-                scr_f[1, n] += mem[j]
-            if ok:
-                for q in range(w):
-                    n = worker_node[j, q]
-                    if free_cpus[n] + 1e-9 < scr_f[0, n] or free_mem[n] + 1e-9 < scr_f[1, n]:
-                        ok = False
-                        break
-            if ok:
-                keep[a] = True
-                _alloc_running_nb(j, 1, workers, worker_node, worker_gpu, cpus_need, mem, node_dev,
-                                  dev_is_cpu, pc)
-            i += 1
-        if best < 0:
-            break
-        j = np.int64(heads[cur[best], 2])
-        if _place_first_nb(j, table, workers, cpus_need, mem, policy, nodes, plan, scr_i, tmp_n,
-                           tmp_g) >= 0:
-            starts[n_st] = j
-            n_st += 1
-            cur[best] += 1
-        else:
-            alive[best] = False  # the rest of the group has the same shape: no room either
-    n_pre = 0
-    nc = (now.free_gpus, now.free_cpus, now.free_mem, now.free_dev, now.gpu_owner)
-    for a in range(m):
-        if keep[a]:
-            continue
-        j = movable[a]
-        out_pre[n_pre] = j
-        n_pre += 1
-        if grace[j] <= 0:
-            _alloc_running_nb(j, -1, workers, worker_node, worker_gpu, cpus_need, mem, node_dev,
-                              dev_is_cpu, nc)
-    out_n[0] = n_pre
-    k_out = 0
-    for s in range(n_st):
-        j = starts[s]
-        d = _place_first_nb(j, table, workers, cpus_need, mem, policy, nodes, now, scr_i, tmp_n,
-                            tmp_g)
-        if d >= 0:
-            out_job[k_out] = j
-            out_dev[k_out] = d
-            out_nodes[k_out, : workers[j]] = tmp_n[: workers[j]]
-            out_gpus[k_out, : workers[j]] = tmp_g[: workers[j]]
-            k_out += 1
-    return k_out
+        out[i] = job_best_nb(jobs[i], remaining, den, valid)
 
 
 @njit(cache=True)

@@ -28,15 +28,16 @@ from hetgym.sim.dispatch import entry
 from hetgym.sim.view import CapacityModel, View
 
 __all__ = [
-    "Ordering",
     "ArrivalOrder",
-    "ShortestFirst",
     "DeviceChoice",
     "FastestFirst",
     "FastestOnly",
     "GreedyAdmission",
-    "preference",
+    "Ordering",
+    "ShortestFirst",
     "WaitingGroups",
+    "preference",
+    "shape_groups",
 ]
 
 
@@ -102,7 +103,7 @@ def preference(view: View) -> np.ndarray:
     return cached
 
 
-_PREF: "weakref.WeakKeyDictionary[object, np.ndarray]" = weakref.WeakKeyDictionary()
+_PREF: weakref.WeakKeyDictionary[object, np.ndarray] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ class FastestOnly:
         return cached
 
 
-_FIRST: "weakref.WeakKeyDictionary[object, np.ndarray]" = weakref.WeakKeyDictionary()
+_FIRST: weakref.WeakKeyDictionary[object, np.ndarray] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,24 @@ class GreedyAdmission:
         return out
 
 
+def _cpus_per_candidate(view: View, tab: np.ndarray) -> np.ndarray:
+    """float64[J, k]: cores per worker of each job on each candidate of ``tab`` (0 past -1)."""
+    return np.where(tab >= 0, np.take_along_axis(np.asarray(view.cpus_need), np.maximum(tab, 0),
+                                                 axis=1), 0.0)
+
+
+def shape_groups(view: View, table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(gid, first)``: int64[J], each job's *shape* group (gang size, memory per worker,
+    candidate device types of its ``table`` row in order, cores per worker on each;
+    :class:`WaitingGroups`), and for each group its first job."""
+    tab = np.asarray(table, dtype=np.int64)
+    rows = np.column_stack([np.asarray(view.workers, dtype=np.float64),
+                            np.asarray(view.mem, dtype=np.float64), tab.astype(np.float64),
+                            _cpus_per_candidate(view, tab)])
+    _, first, gid = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    return gid.reshape(-1).astype(np.int64), np.asarray(first, dtype=np.int64)
+
+
 class WaitingGroups:
     """The waiting jobs, grouped by *shape*, each group sorted by ``(key, tie)``.
 
@@ -192,12 +211,8 @@ class WaitingGroups:
 
     def __init__(self, view: View, table: np.ndarray) -> None:
         tab = np.asarray(table, dtype=np.int64)
-        cpus = np.where(tab >= 0, np.take_along_axis(np.asarray(view.cpus_need),
-                                                     np.maximum(tab, 0), axis=1), 0.0)
-        rows = np.column_stack([np.asarray(view.workers, dtype=np.float64),
-                                np.asarray(view.mem, dtype=np.float64), tab.astype(np.float64), cpus])
-        _, first, gid = np.unique(rows, axis=0, return_index=True, return_inverse=True)
-        self.gid = gid.reshape(-1).astype(np.int64)
+        cpus = _cpus_per_candidate(view, tab)
+        self.gid, first = shape_groups(view, tab)
         self.w = np.asarray(view.workers, dtype=np.int64)[first]
         self.m = np.asarray(view.mem, dtype=np.float64)[first]
         self.dev = tab[first]
@@ -205,7 +220,6 @@ class WaitingGroups:
         self.lists: list[list[tuple[float, int, int]]] = [[] for _ in range(len(first))]
         self.count = np.zeros(len(first), dtype=np.int64)
         self.entry: dict[int, tuple[float, int, int]] = {}
-        self._prefix: dict[int, tuple[int, np.ndarray]] = {}  # group -> (k, prefix(g, k))
         self._workers = np.asarray(view.workers, dtype=np.int64)
         self._cpus_need = np.asarray(view.cpus_need, dtype=np.float64)
         self._mem = np.asarray(view.mem, dtype=np.float64)
@@ -244,7 +258,6 @@ class WaitingGroups:
         lst.insert(i, e)
         self.count[g] += 1
         self.entry[int(job)] = e
-        self._changed(g, i)
 
     def remove(self, job: int) -> None:
         """A job stops waiting (started)."""
@@ -254,25 +267,6 @@ class WaitingGroups:
         i = bisect.bisect_left(lst, e)
         del lst[i]
         self.count[g] -= 1
-        self._changed(g, i)
-
-    def _changed(self, g: int, i: int) -> None:
-        """Entry ``i`` of group ``g`` was inserted or deleted: forget the group's cached
-        prefix if that entry lies inside it (a change further down leaves it as it was)."""
-        hit = self._prefix.get(g)
-        if hit is not None and i < hit[0]:
-            del self._prefix[g]
-
-    def prefix(self, g: int, k: int) -> np.ndarray:
-        """float64[min(k, len), 3]: the first ``k`` entries ``(key, tie, job)`` of group ``g``
-        (kept until an entry among the first ``k`` changes: most groups' heads do not
-        change between decisions)."""
-        hit = self._prefix.get(g)
-        if hit is None or hit[0] != k:
-            lst = self.lists[g]
-            arr = np.array(lst[:k], dtype=np.float64).reshape(-1, 3)
-            hit = self._prefix[g] = (k, arr)
-        return hit[1]
 
     def bounds(self, free_gpus: np.ndarray, free_cpus: np.ndarray, free_mem: np.ndarray
                ) -> np.ndarray:
