@@ -15,25 +15,47 @@ cached as Parquet with :func:`cached_load`. :func:`sources` describes each sourc
 
 from __future__ import annotations
 
-from hetgym.traces.cache import cached_load, clear_cache
-from hetgym.traces.gavel import load_gavel_trace, load_gavel_traces
-from hetgym.traces.google import load_google2011, load_google2019
-from hetgym.traces.helios import load_helios
-from hetgym.traces.lab import (
-    HADAR_MIXES, andreas_cluster, andreas_jobs, fitgpp_cluster, fitgpp_jobs, hadar_mix,
-    hadar_testbed_cluster,
-)
-from hetgym.traces.pai import load_pai
-from hetgym.traces.philly import load_philly, load_philly_derived
-from hetgym.traces.report import LoadReport
-from hetgym.traces import windows
+import importlib
+from typing import Any
+
+#: Public names, loaded on first use (PEP 562): name -> module that defines it. Importing
+#: one loader (e.g. ``hetgym.traces.gavel``) then loads only what that loader needs, not
+#: every loader and the Parquet cache (pyarrow.parquet).
+_LAZY = {
+    "cached_load": "cache", "clear_cache": "cache",
+    "load_gavel_trace": "gavel", "load_gavel_traces": "gavel",
+    "load_google2011": "google", "load_google2019": "google",
+    "load_helios": "helios",
+    "HADAR_MIXES": "lab", "andreas_cluster": "lab", "andreas_jobs": "lab", "fitgpp_cluster": "lab",
+    "fitgpp_jobs": "lab", "hadar_mix": "lab", "hadar_testbed_cluster": "lab",
+    "load_pai": "pai",
+    "load_philly": "philly", "load_philly_derived": "philly",
+    "LoadReport": "report",
+}
+_SUBMODULES = {"cache", "controlled", "defaults", "gavel", "google", "helios", "lab", "pai",
+               "philly", "presets", "report", "windows"}
 
 __all__ = [
-    "LoadReport", "sources", "cached_load", "clear_cache", "windows",
-    "load_gavel_trace", "load_gavel_traces", "load_philly", "load_philly_derived",
-    "load_google2011", "load_google2019", "load_pai", "load_helios",
-    "fitgpp_jobs", "fitgpp_cluster", "hadar_mix", "hadar_testbed_cluster", "HADAR_MIXES",
-    "andreas_jobs", "andreas_cluster",
+    "HADAR_MIXES",
+    "LoadReport",
+    "andreas_cluster",
+    "andreas_jobs",
+    "cached_load",
+    "clear_cache",
+    "fitgpp_cluster",
+    "fitgpp_jobs",
+    "hadar_mix",
+    "hadar_testbed_cluster",
+    "load_gavel_trace",
+    "load_gavel_traces",
+    "load_google2011",
+    "load_google2019",
+    "load_helios",
+    "load_pai",
+    "load_philly",
+    "load_philly_derived",
+    "sources",
+    "windows",
 ]
 
 _SOURCES: dict[str, str] = {
@@ -102,3 +124,19 @@ _SOURCES: dict[str, str] = {
 def sources() -> dict[str, str]:
     """Where each trace comes from, its licence, the fields hetgym uses, and its loader."""
     return dict(_SOURCES)
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name or submodule on first use (PEP 562)."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"hetgym.traces.{_LAZY[name]}"), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"hetgym.traces.{name}")
+    else:
+        raise AttributeError(f"module 'hetgym.traces' has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
