@@ -15,23 +15,22 @@ cached as Parquet with :func:`cached_load`. :func:`sources` describes each sourc
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from hetgym._lazy import lazy_attributes
 
 #: Public names, loaded on first use (PEP 562): name -> module that defines it. Importing
 #: one loader (e.g. ``hetgym.traces.gavel``) then loads only what that loader needs, not
 #: every loader and the Parquet cache (pyarrow.parquet).
-_LAZY = {
-    "cached_load": "cache", "clear_cache": "cache",
-    "load_gavel_trace": "gavel", "load_gavel_traces": "gavel",
-    "load_google2011": "google", "load_google2019": "google",
-    "load_helios": "helios",
-    "HADAR_MIXES": "lab", "andreas_cluster": "lab", "andreas_jobs": "lab", "fitgpp_cluster": "lab",
-    "fitgpp_jobs": "lab", "hadar_mix": "lab", "hadar_testbed_cluster": "lab",
-    "load_pai": "pai",
-    "load_philly": "philly", "load_philly_derived": "philly",
-    "LoadReport": "report",
-}
+_LAZY = {name: f"hetgym.traces.{module}" for module, names in {
+    "cache": ("cached_load", "clear_cache"),
+    "gavel": ("load_gavel_trace", "load_gavel_traces"),
+    "google": ("load_google2011", "load_google2019"),
+    "helios": ("load_helios",),
+    "lab": ("HADAR_MIXES", "andreas_cluster", "andreas_jobs", "fitgpp_cluster", "fitgpp_jobs",
+            "hadar_mix", "hadar_testbed_cluster"),
+    "pai": ("load_pai",),
+    "philly": ("load_philly", "load_philly_derived"),
+    "report": ("LoadReport",),
+}.items() for name in names}
 _SUBMODULES = {"cache", "controlled", "defaults", "gavel", "google", "helios", "lab", "pai",
                "philly", "presets", "report", "windows"}
 
@@ -126,17 +125,4 @@ def sources() -> dict[str, str]:
     return dict(_SOURCES)
 
 
-def __getattr__(name: str) -> Any:
-    """Load a public name or submodule on first use (PEP 562)."""
-    if name in _LAZY:
-        value = getattr(importlib.import_module(f"hetgym.traces.{_LAZY[name]}"), name)
-    elif name in _SUBMODULES:
-        value = importlib.import_module(f"hetgym.traces.{name}")
-    else:
-        raise AttributeError(f"module 'hetgym.traces' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY, _SUBMODULES)
