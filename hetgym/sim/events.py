@@ -201,7 +201,7 @@ def preempt_nb(job, P, S):
     return START_OK
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True)
 def next_event_nb(P, S):
     """Time of the next event (``inf`` if none): the next arrival, the earliest
     projected finish or grace end of a running job, and, while a job runs or waits,

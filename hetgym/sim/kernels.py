@@ -7,8 +7,8 @@ compile a large one that several kernels (or one kernel at several sites) call
 once, as its own dispatcher (:func:`mask_nb` -> :func:`mask_fill_nb`), and never
 pass a call-site constant to a non-inlined callee (it is compiled again for the
 literal; see :mod:`hetgym.sim.events`). Each compiled function costs a fixed part after
-install (its wrappers, its own LLVM module, a cache file), so: kernels that are only called
-from compiled code at one site are ``inline="always"``; kernels take ``no_cfunc_wrapper=True``
+install (its wrappers, its own LLVM module, a cache file), and inlining a large one
+deep-copies its IR at every site (about as costly), so: kernels take ``no_cfunc_wrapper=True``
 (the C-callable wrapper serves first-class function values, which nothing here uses); and
 kernels write ``a if a < b else b`` rather than the builtins ``min``/``max``/``int`` and use
 caller-given scratch rather than ``np.empty``/``np.zeros``, each of which compiles an
@@ -107,7 +107,7 @@ def fits_nb(dev, w, cpus, mem, nodes, ns):
                           ns.free_gpus, ns.free_cpus, ns.free_mem, ns.free_dev)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True)
 def _pick_gpus_nb(n, k, topo, gpu_owner, node_gpus, node_dist, out_gpu, start):
     """Choose k free GPUs on node n, write their indices at ``out_gpu[start:start+k]``."""
     g = node_gpus[n]
@@ -249,7 +249,7 @@ def place_nb(dev, w, cpus, mem, policy, nodes, ns, scr_i, out_node, out_gpu):
     return True
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True)
 def check_placement_nb(w, wnodes, wgpus, cpus_row, mem, nodes, ns, scr_f):
     """Validate an explicit placement; returns 0 if valid, else an error code.
 
