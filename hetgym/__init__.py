@@ -8,11 +8,9 @@ first use of their names, so that a process that only needs some of them starts 
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from gymnasium.envs.registration import register as _register
 
+from hetgym._lazy import lazy_attributes
 from hetgym.decisions import Move, Placement, Preempt, Scheduler, SchedulingError, Start, Wait
 from hetgym.devices import CATALOGUE, DeviceType, device_names
 from hetgym.specs import ClusterSpec, NodeSpec, Objective, PowerModel, Scenario, SimOptions
@@ -38,20 +36,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Load a lazy public name or submodule on first use (PEP 562)."""
-    if name in _LAZY:
-        value = getattr(importlib.import_module(_LAZY[name]), name)
-    elif name in _SUBMODULES:
-        value = importlib.import_module(f"hetgym.{name}")
-    else:
-        raise AttributeError(f"module 'hetgym' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY, _SUBMODULES)
 
 
 _register(id="HetCluster-v0", entry_point="hetgym.envs.hetcluster:HetClusterEnv",

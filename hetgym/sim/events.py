@@ -109,7 +109,7 @@ def _running_remove_nb(run, job):
             return
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def release_nb(job, P, S):
     """Give back a running job's resources and log its run as a segment; the caller sets
     what the job becomes (done, or queued again)."""
@@ -141,7 +141,7 @@ def release_nb(job, P, S):
     refresh_rates(w, wn, P, S)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def checkpoint_loss_nb(job, P, S):
     """The checkpoint-loss rule of a GP=0 preemption (and of a move): bring a running job's
     ``remaining`` back to its last checkpoint.
@@ -159,14 +159,16 @@ def checkpoint_loss_nb(job, P, S):
     if P.opts.ckpt_work:
         done = work - js.remaining[job]
         q = done / ckpt
-        kept = np.floor(q + 1e-9 * max(1.0, q)) * ckpt
+        kept = np.floor(q + 1e-9 * (q if q > 1.0 else 1.0)) * ckpt  # noqa: FURB136 (builtin min/max compile an overload)
         if kept < done:
-            js.remaining[job] = min(work, work - kept)
+            left = work - kept
+            js.remaining[job] = left if left < work else work  # noqa: FURB136 (builtin min/max compile an overload)
         return
     progressed = S.run.acc[ACC_NOW] - js.resume_at[job]
     if progressed > 0.0:
         lost = np.fmod(progressed, ckpt) * js.rate[job]
-        js.remaining[job] = min(work, js.remaining[job] + lost)
+        left = js.remaining[job] + lost
+        js.remaining[job] = left if left < work else work  # noqa: FURB136 (builtin min/max compile an overload)
 
 
 @njit(cache=True, inline="always")
@@ -179,7 +181,7 @@ def suspend_nb(job, P, S):
     queue_push_front_nb(S.run, S.job.qpos, job)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def preempt_nb(job, P, S):
     """Preempt a running job (the caller checked its status and the preemption limit):
     with a grace period it keeps running until ``now + grace``, else it is suspended at
@@ -199,7 +201,7 @@ def preempt_nb(job, P, S):
     return START_OK
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def next_event_nb(P, S):
     """Time of the next event (``inf`` if none): the next arrival, the earliest
     projected finish or grace end of a running job, and, while a job runs or waits,
@@ -225,7 +227,7 @@ def next_event_nb(P, S):
     return t
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def step_nb(P, S):
     """Jump to the next event time and process every event there.
 
@@ -286,7 +288,8 @@ def step_nb(P, S):
             ng += 1
     for k in range(nd):
         j = run.out_done[k]
-        if abs(js.remaining[j]) > 1e-6 * max(1.0, jobs.work[j]):
+        wk = jobs.work[j]
+        if abs(js.remaining[j]) > 1e-6 * (wk if wk > 1.0 else 1.0):  # noqa: FURB136 (builtin min/max compile an overload)
             ctr[CTR_ERR] = j
             return STEP_WORK_LEFT, nd, ng
         js.remaining[j] = 0.0
@@ -383,7 +386,7 @@ def _occupy_nb(job, w, wnodes, wgpus, dev, P, S):
     refresh_rates(w, wnodes, P, S)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def start_nb(job, w, wnodes, wgpus, want, P, S):
     """Validate a placement and start a queued job on it (on device type ``want``, or any
     type if ``want < 0``).
@@ -421,7 +424,8 @@ def start_nb(job, w, wnodes, wgpus, want, P, S):
         js.resume_at[job] = t + sync
     else:
         js.n_restart[job] += 1
-        js.resume_at[job] = t + max(P.opts.restart_delay, sync)
+        rd = P.opts.restart_delay
+        js.resume_at[job] = t + (sync if sync > rd else rd)  # noqa: FURB136 (builtin min/max compile an overload)
     queue_remove_nb(run, js.qpos, job)
     _occupy_nb(job, w, wnodes, wgpus, dev, P, S)
     return START_OK
@@ -447,7 +451,7 @@ def _same_placement_nb(job, w, wnodes, wgpus, P, S):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def move_nb(job, w, wnodes, wgpus, P, S):
     """Re-allocate a running job (or one in its grace period) to a new placement in one
     instant.
@@ -481,12 +485,13 @@ def move_nb(job, w, wnodes, wgpus, P, S):
     release_nb(job, P, S)
     js.n_restart[job] += 1
     sync = P.opts.fork_sync if copies_nb(job, w, jobs) >= 2 else 0.0
-    js.resume_at[job] = run.acc[ACC_NOW] + max(P.opts.restart_delay, sync)
+    rd = P.opts.restart_delay
+    js.resume_at[job] = run.acc[ACC_NOW] + (sync if sync > rd else rd)  # noqa: FURB136 (builtin min/max compile an overload)
     _occupy_nb(job, w, wnodes, wgpus, dev, P, S)
     return START_OK
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def place_start_nb(job, dev, P, S):
     """Place a queued job on device ``dev`` with the run's placement policy and start it.
 
@@ -510,7 +515,7 @@ def no_room_nb(unit, ns):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def admit_nb(order, pref, blocking, policy, P, cap, scr_i, out_job, out_dev, out_nodes,
              out_gpus):
     """Greedy admission of ordered jobs on a scratch copy ``cap`` of the node state.
@@ -525,9 +530,6 @@ def admit_nb(order, pref, blocking, policy, P, cap, scr_i, out_job, out_dev, out
     """
     jobs, nodes = P.jobs, P.nodes
     ns = 0
-    wmax = out_nodes.shape[1]
-    tmp_n = np.empty(wmax, dtype=np.int64)
-    tmp_g = np.empty(wmax, dtype=np.int64)
     for i in range(order.shape[0]):
         if no_room_nb(P.min_unit, cap):
             break
@@ -538,14 +540,14 @@ def admit_nb(order, pref, blocking, policy, P, cap, scr_i, out_job, out_dev, out
             d = pref[j, k]
             if d < 0:
                 break
+            # placed straight into row ns (a failed try's writes there are overwritten or
+            # past the count); no scratch arrays to allocate
+            row_n, row_g = out_nodes[ns], out_gpus[ns]
             if place_nb(d, w, jobs.cpus_need[j, d], jobs.mem[j], policy, nodes, cap, scr_i,
-                        tmp_n, tmp_g):
-                alloc_nb(j, w, tmp_n, tmp_g, 1, jobs.cpus_need[j], jobs.mem[j], nodes, cap)
+                        row_n, row_g):
+                alloc_nb(j, w, row_n, row_g, 1, jobs.cpus_need[j], jobs.mem[j], nodes, cap)
                 out_job[ns] = j
                 out_dev[ns] = d
-                for m in range(w):
-                    out_nodes[ns, m] = tmp_n[m]
-                    out_gpus[ns, m] = tmp_g[m]
                 ns += 1
                 placed = True
                 break

@@ -46,7 +46,7 @@ def _contains_nb(arr, n, x):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def interference_factor_nb(job, w, wnodes, wgpus, P, ns):
     """Interference factor (<= 1) of ``job`` on the placement ``wnodes[:w]``,
     ``wgpus[:w]`` next to the jobs holding GPUs in ``ns`` (``job`` itself excluded)."""
@@ -82,7 +82,7 @@ def interference_factor_nb(job, w, wnodes, wgpus, P, ns):
     return 1.0 / (1.0 + tot)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _interfered_rate_full_nb(job, w, wnodes, wgpus, P, ns):
     """:func:`interfered_rate_nb` for a run that may have interference."""
     r = job_rate_nb(job, w, wnodes, wgpus, P)
@@ -104,7 +104,7 @@ def _interfered_rate_ol(job, w, wnodes, wgpus, P, ns):
                                                                          ns)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def interfered_rate_nb(job, w, wnodes, wgpus, P, ns):
     """The engine's rate of ``job`` on a placement of ``w`` workers:
     :func:`~hetgym.sim.kernels.job_rate_nb` times :func:`interference_factor_nb`
@@ -124,7 +124,7 @@ def copies_rate_nb(job, w, k, wnodes, wgpus, P, ns):
     return r
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def refresh_rates_nb(w, wnodes, P, S):
     """Recompute the rate and projected finish of every running job holding a GPU on one
     of the nodes ``wnodes[:w]`` (no-op when interference is off). ``remaining`` must be
@@ -149,7 +149,8 @@ def refresh_rates_nb(w, wnodes, P, S):
             r = copies_rate_nb(k, wk, js.n_copies[k], js.worker_node[k, :wk],
                                js.worker_gpu[k, :wk], P, ns)
             js.rate[k] = r
-            t0 = max(now, js.resume_at[k])
+            ra = js.resume_at[k]
+            t0 = ra if ra > now else now  # noqa: FURB136 (builtin min/max compile an overload)
             js.finish[k] = t0 + js.remaining[k] / r
 
 

@@ -6,7 +6,13 @@ after install is part of the cost: inline a helper into one or two callers, but
 compile a large one that several kernels (or one kernel at several sites) call
 once, as its own dispatcher (:func:`mask_nb` -> :func:`mask_fill_nb`), and never
 pass a call-site constant to a non-inlined callee (it is compiled again for the
-literal; see :mod:`hetgym.sim.events`). No kernel draws random numbers,
+literal; see :mod:`hetgym.sim.events`). Each compiled function costs a fixed part after
+install (its wrappers, its own LLVM module, a cache file), and inlining a large one
+deep-copies its IR at every site (about as costly), so: kernels take ``no_cfunc_wrapper=True``
+(the C-callable wrapper serves first-class function values, which nothing here uses); and
+kernels write ``a if a < b else b`` rather than the builtins ``min``/``max``/``int`` and use
+caller-given scratch rather than ``np.empty``/``np.zeros``, each of which compiles an
+overload of its own. No kernel draws random numbers,
 reads a clock, does I/O or touches globals other than the named constants.
 Kernels take the typed
 NamedTuples of :mod:`hetgym.sim.state` (``nodes`` = :class:`NodeArrays`,
@@ -36,11 +42,11 @@ def node_slots_nb(n, is_cpu, cpus, mem, free_gpus, free_cpus, free_mem):
     if not is_cpu:
         s = free_gpus[n]
     if cpus > 0:
-        k = int(np.floor(free_cpus[n] / cpus + EPS))
+        k = np.int64(np.floor(free_cpus[n] / cpus + EPS))
         if k < s:
             s = k
     if mem > 0:
-        k = int(np.floor(free_mem[n] / mem + EPS))
+        k = np.int64(np.floor(free_mem[n] / mem + EPS))
         if k < s:
             s = k
     if s == big:  # a job needing nothing: cap at 1 << 20 workers per node
@@ -69,7 +75,7 @@ def may_fit_nb(dev, w, cpus, nodes, ns):
     return may_fit_arrays_nb(dev, w, cpus, nodes.dev_is_cpu[dev], ns.free_dev)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def total_slots_nb(dev, cpus, mem, nodes, ns):
     """Workers of one job that fit on all nodes of device ``dev`` together."""
     is_cpu = nodes.dev_is_cpu[dev]
@@ -94,14 +100,14 @@ def fits_arrays_nb(dev, w, cpus, mem, is_cpu, dev_start, by_dev, free_gpus, free
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def fits_nb(dev, w, cpus, mem, nodes, ns):
     """Whether ``w`` workers fit on the free nodes of type ``dev`` (see :func:`fits_arrays_nb`)."""
     return fits_arrays_nb(dev, w, cpus, mem, nodes.dev_is_cpu[dev], nodes.dev_start, nodes.by_dev,
                           ns.free_gpus, ns.free_cpus, ns.free_mem, ns.free_dev)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _pick_gpus_nb(n, k, topo, gpu_owner, node_gpus, node_dist, out_gpu, start):
     """Choose k free GPUs on node n, write their indices at ``out_gpu[start:start+k]``."""
     g = node_gpus[n]
@@ -114,41 +120,46 @@ def _pick_gpus_nb(n, k, topo, gpu_owner, node_gpus, node_dist, out_gpu, start):
                 if c == k:
                     return
         return
+    # Topology: from each free seed GPU grow a set greedily (each step adds the free GPU with
+    # the least summed distance to those chosen), in out_gpu[start:start + k]; keep the
+    # cheapest seed and grow its set once more (pass g). No scratch arrays: an allocation
+    # here compiles np.empty / np.zeros overloads after install.
     best_cost = np.inf
-    best = np.empty(k, dtype=np.int64)
-    chosen = np.empty(k, dtype=np.int64)
-    used = np.zeros(g, dtype=np.bool_)
-    for seed in range(g):
-        if gpu_owner[n, seed] >= 0:
+    best_seed = -1
+    for it in range(g + 1):
+        seed = it if it < g else best_seed
+        if it < g and gpu_owner[n, seed] >= 0:
             continue
-        for i in range(g):
-            used[i] = False
-        used[seed] = True
-        chosen[0] = seed
+        out_gpu[start] = seed
         cost = 0.0
         for m in range(1, k):
             bi = -1
             bc = np.inf
             for i in range(g):
-                if used[i] or gpu_owner[n, i] >= 0:
+                if gpu_owner[n, i] >= 0:
                     continue
                 c = 0.0
+                taken = False
                 for q in range(m):
-                    c += node_dist[n, chosen[q], i]
+                    h = out_gpu[start + q]
+                    if h == i:
+                        taken = True
+                        break
+                    c += node_dist[n, h, i]
+                if taken:
+                    continue
                 if c < bc - EPS:
                     bc = c
                     bi = i
-            used[bi] = True
-            chosen[m] = bi
+            out_gpu[start + m] = bi
             cost += bc
-        if cost < best_cost - EPS:
+        if it < g and cost < best_cost - EPS:
             best_cost = cost
-            for m in range(k):
-                best[m] = chosen[m]
-    # ascending GPU indices (insertion sort of k <= G items; loops, not slice copies or
-    # np.sort, which cost seconds of compilation)
-    for m in range(k):
-        x = best[m]
+            best_seed = seed
+    # ascending GPU indices (insertion sort of k <= G items in place; loops, not slice
+    # copies or np.sort, which cost seconds of compilation)
+    for m in range(1, k):
+        x = out_gpu[start + m]
         q = m
         while q > 0 and out_gpu[start + q - 1] > x:
             out_gpu[start + q] = out_gpu[start + q - 1]
@@ -156,7 +167,7 @@ def _pick_gpus_nb(n, k, topo, gpu_owner, node_gpus, node_dist, out_gpu, start):
         out_gpu[start + q] = x
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def place_nb(dev, w, cpus, mem, policy, nodes, ns, scr_i, out_node, out_gpu):
     """Find a placement of ``w`` workers on nodes of device ``dev``.
 
@@ -209,7 +220,7 @@ def place_nb(dev, w, cpus, mem, policy, nodes, ns, scr_i, out_node, out_gpu):
                 p = order[i]
                 if left == 0 or slots[p] == 0:
                     break
-                t = min(left, slots[p])
+                t = slots[p] if slots[p] < left else left  # noqa: FURB136 (builtin min/max compile an overload)
                 take[p] = t
                 left -= t
         else:
@@ -238,7 +249,7 @@ def place_nb(dev, w, cpus, mem, policy, nodes, ns, scr_i, out_node, out_gpu):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def check_placement_nb(w, wnodes, wgpus, cpus_row, mem, nodes, ns, scr_f):
     """Validate an explicit placement; returns 0 if valid, else an error code.
 
@@ -301,7 +312,7 @@ def alloc_nb(job, w, wnodes, wgpus, sign, cpus_row, mem, nodes, ns):
             free_dev[d] -= sign * cpus_row[d]
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def alloc_jobs_nb(idx, sign, jobs, nodes, js, ns):
     """:func:`alloc_nb` for the current placements of the jobs ``idx``, one after another
     (the same floating-point operations, in the same order, as one call per job)."""
@@ -383,7 +394,7 @@ def best_duration_nb(amount, j, jobs, e):
 
 
 # ------------------------------------------------------------------ queue
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _queue_recentre_nb(run, qpos):
     """Move the live queue to the middle of its buffer (rarely: when an end is reached)."""
     q = run.queue
@@ -443,7 +454,7 @@ def queue_remove_nb(run, qpos, j):
     run.ctr[CTR_QTAIL] = t
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def queue_compact_nb(run, qpos):
     """Squeeze tombstones out so the live queue is ``queue[head:head + n]``, in order."""
     h = run.ctr[CTR_QHEAD]
@@ -475,7 +486,7 @@ def mask_nb(window, n_win, jobs, nodes, ns, out):
     mask_fill_nb(window, np.int64(n_win), jobs, nodes, ns, out)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def mask_fill_nb(window, n_win, jobs, nodes, ns, out):
     """The body of :func:`mask_nb`."""
     n_dev = out.shape[1]

@@ -18,6 +18,7 @@ goes through a getter compiled on first use: Python code reads the NamedTuples.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any, NamedTuple
 
 from numba import njit, types
@@ -59,6 +60,15 @@ def _preprocess(self: Any, fields: Any) -> tuple:
     return tuple((n, types.unliteral(t)) for n, t in fields)
 
 
+def _mangling_args(self: Any) -> tuple:
+    """The type's part of compiled symbol names: its class name and a digest of its fields.
+
+    Numba's default is the whole type string (some 3-6 kB for the state's structrefs, in
+    every symbol of every kernel that takes them); a short name compiles and loads faster."""
+    digest = hashlib.blake2b(self.name.encode(), digest_size=10).hexdigest()
+    return f"{type(self).__name__}_{digest}", ()
+
+
 def struct_of(nt: type, module: str = __name__, name: str | None = None) -> type:
     """A structref proxy class (name ``<nt>K``, or ``name``) whose fields are those of the
     NamedTuple class ``nt``, in order; construct it in compiled code with ``<nt>K(*tuple)``.
@@ -69,7 +79,8 @@ def struct_of(nt: type, module: str = __name__, name: str | None = None) -> type
 
     name = name or nt.__name__ + "K"
     typ = structref.register(type(name + "Type", (types.StructRef,),
-                                  {"__module__": module, "preprocess_fields": _preprocess}))
+                                  {"__module__": module, "preprocess_fields": _preprocess,
+                                   "mangling_args": property(_mangling_args)}))
     proxy = type(name, (structref.StructRefProxy,),
                  {"__module__": module, "__doc__": f"Kernel-side mirror of :class:`{nt.__name__}`."})
     structref.define_proxy(proxy, typ, list(nt._fields))
@@ -172,14 +183,14 @@ def _state_parts_nb(P, S):
     return ks, nodes, ns, run, jobs, js
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _mirror_nb(P, S):
     ks, nodes, ns, run, jobs, js = _state_parts_nb(P, S)
     kp = _pack_params((jobs, nodes, _pack_opts(P.opts)) + P[3:])
     return kp, ks, nodes, ns, run, jobs, js
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _mirror_plain_nb(P, S):
     ks, nodes, ns, run, jobs, js = _state_parts_nb(P, S)
     kp = _pack_plain((jobs, nodes, _pack_opts(P.opts)) + P[3:])

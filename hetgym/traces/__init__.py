@@ -15,25 +15,46 @@ cached as Parquet with :func:`cached_load`. :func:`sources` describes each sourc
 
 from __future__ import annotations
 
-from hetgym.traces.cache import cached_load, clear_cache
-from hetgym.traces.gavel import load_gavel_trace, load_gavel_traces
-from hetgym.traces.google import load_google2011, load_google2019
-from hetgym.traces.helios import load_helios
-from hetgym.traces.lab import (
-    HADAR_MIXES, andreas_cluster, andreas_jobs, fitgpp_cluster, fitgpp_jobs, hadar_mix,
-    hadar_testbed_cluster,
-)
-from hetgym.traces.pai import load_pai
-from hetgym.traces.philly import load_philly, load_philly_derived
-from hetgym.traces.report import LoadReport
-from hetgym.traces import windows
+from hetgym._lazy import lazy_attributes
+
+#: Public names, loaded on first use (PEP 562): name -> module that defines it. Importing
+#: one loader (e.g. ``hetgym.traces.gavel``) then loads only what that loader needs, not
+#: every loader and the Parquet cache (pyarrow.parquet).
+_LAZY = {name: f"hetgym.traces.{module}" for module, names in {
+    "cache": ("cached_load", "clear_cache"),
+    "gavel": ("load_gavel_trace", "load_gavel_traces"),
+    "google": ("load_google2011", "load_google2019"),
+    "helios": ("load_helios",),
+    "lab": ("HADAR_MIXES", "andreas_cluster", "andreas_jobs", "fitgpp_cluster", "fitgpp_jobs",
+            "hadar_mix", "hadar_testbed_cluster"),
+    "pai": ("load_pai",),
+    "philly": ("load_philly", "load_philly_derived"),
+    "report": ("LoadReport",),
+}.items() for name in names}
+_SUBMODULES = {"cache", "controlled", "defaults", "gavel", "google", "helios", "lab", "pai",
+               "philly", "presets", "report", "windows"}
 
 __all__ = [
-    "LoadReport", "sources", "cached_load", "clear_cache", "windows",
-    "load_gavel_trace", "load_gavel_traces", "load_philly", "load_philly_derived",
-    "load_google2011", "load_google2019", "load_pai", "load_helios",
-    "fitgpp_jobs", "fitgpp_cluster", "hadar_mix", "hadar_testbed_cluster", "HADAR_MIXES",
-    "andreas_jobs", "andreas_cluster",
+    "HADAR_MIXES",
+    "LoadReport",
+    "andreas_cluster",
+    "andreas_jobs",
+    "cached_load",
+    "clear_cache",
+    "fitgpp_cluster",
+    "fitgpp_jobs",
+    "hadar_mix",
+    "hadar_testbed_cluster",
+    "load_gavel_trace",
+    "load_gavel_traces",
+    "load_google2011",
+    "load_google2019",
+    "load_helios",
+    "load_pai",
+    "load_philly",
+    "load_philly_derived",
+    "sources",
+    "windows",
 ]
 
 _SOURCES: dict[str, str] = {
@@ -102,3 +123,6 @@ _SOURCES: dict[str, str] = {
 def sources() -> dict[str, str]:
     """Where each trace comes from, its licence, the fields hetgym uses, and its loader."""
     return dict(_SOURCES)
+
+
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY, _SUBMODULES)

@@ -117,3 +117,27 @@ def test_runs_without_interference_compile_no_interference_kernel():
         assert not _has_plain_signature(d), d.__name__
     on = Simulator(sc.replace(options={"interference_coeff": 0.3}))
     assert isinstance(on.kP, ParamsK) and not isinstance(on.kP, PlainParamsK)
+
+
+def test_structref_symbol_names_are_short_and_tell_layouts_apart():
+    """A mirror type's part of compiled symbol names is its class name and a digest of its
+    fields (not the type's whole string, kilobytes long): distinct for distinct layouts."""
+    import dataclasses
+
+    from numba import typeof
+
+    sc = scenarios.get("toy-3jobs")
+    plain = Simulator(sc)  # no interference: a PlainParamsK
+    full = Simulator(dataclasses.replace(
+        sc, options=dataclasses.replace(sc.options, interference_coeff=0.3)))  # a ParamsK
+    assert type(typeof(plain.kP)) is not type(typeof(full.kP))
+    names = {}
+    for sim in (plain, full):
+        for obj in (sim.kP, sim.kS, sim.kernel_state.run, sim.kernel_state.jobs):
+            t = typeof(obj)
+            base, args = t.mangling_args
+            assert len(base) < 64 and args == ()
+            assert base.startswith(type(t).__name__)
+            names.setdefault(base, set()).add(str(t))
+    assert all(len(v) == 1 for v in names.values())  # one digest, one layout
+    assert len(names) == 5  # the two params types, state, run state, job arrays
