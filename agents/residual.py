@@ -389,7 +389,7 @@ class FitConfig:
     batch_size: int = 256
     learning_rate: float = 1e-3
     weight_decay: float = 1e-5
-    clip: float = 20.0
+    clip: float = 2.0
     seed: int = 0
 
 

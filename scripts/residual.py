@@ -13,7 +13,9 @@ Stages (each writes into ``out_dir``):
    itself) is kept -> ``val.csv``, ``residual.pt`` (the model and its tau);
 4. **test** (``test=true``): the kept policy and the base on the 32 *test* windows: mean
    ± 95 % CI, paired difference, wins / ties / losses -> ``test.md``, ``test.json``,
-   ``test_runs.csv``.
+   ``test_runs.csv``;
+5. **teacher** (``teacher_on=[val,test]``): the rollout teacher itself (search over the
+   base's own run, not learned) on those windows -> ``teacher_<part>.json``.
 
 ``key=value`` arguments override the config::
 
@@ -52,7 +54,6 @@ def paired(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Load the config, run the stages (module docstring)."""
-    import torch
     from omegaconf import OmegaConf
 
     from agents import residual as R
@@ -60,13 +61,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from agents.evaluation import evaluate_on_windows
     from agents.heldout import FAMILY_METRIC, split
     from agents.pretrained import card, machine
+    from scripts.dagger import experiment_config
 
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or "=" in args[0]:
-        print(__doc__)
+    cfg = experiment_config(args, __doc__)
+    if cfg is None:
         return 2
-    cfg = OmegaConf.merge(OmegaConf.load(args[0]), OmegaConf.from_dotlist(args[1:]))
-    torch.set_num_threads(1)
     out = Path(str(cfg.out_dir))
     out.mkdir(parents=True, exist_ok=True)
     fam = str(cfg.family)
@@ -148,6 +148,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"| {res['geo_mean_ratio']:.4f} | {res['wins']} / {res['ties']} / {res['losses']} |\n")
         (out / "test.md").write_text(text)
         print(text)
+    # 5. the rollout teacher itself (search, not learned) on validation / test windows
+    for part in [str(p) for p in cfg.get("teacher_on", [])]:
+        t0 = time.monotonic()
+        _, infos = R.generate(getattr(sp, part), env_config, rcfg, act="teacher", workers=int(cfg.workers))
+        x = np.array([i["teacher"] for i in infos])
+        y = np.array([i["base"] for i in infos])
+        res = {"part": part, **paired(x, y), "wall_s": time.monotonic() - t0, "workers": int(cfg.workers),
+               "cpu_s": float(sum(i["cpu_s"] for i in infos)), "per_window": infos, "machine": machine()}
+        (out / f"teacher_{part}.json").write_text(json.dumps(res, indent=1))
+        print(f"[residual] teacher on {part}: {res['mean']:.5g} vs {rcfg.base} {res['base_mean']:.5g}, "
+              f"paired {res['paired_diff']:+.4g} ± {res['paired_ci95']:.2g}, "
+              f"W/T/L {res['wins']}/{res['ties']}/{res['losses']}, {res['wall_s']:.0f} s")
     print(f"[residual] done in {time.monotonic() - t_all:.0f} s (load {os.getloadavg()})")
     return 0
 
