@@ -20,13 +20,26 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
+def experiment_config(args: list[str], doc: str | None) -> Any:
+    """``args[0]`` (a YAML config) merged with the ``key=value`` overrides after it, torch
+    set to one thread; None (after printing ``doc``) when no config file is given."""
+    import torch
+    from omegaconf import OmegaConf
+
+    if not args or "=" in args[0]:
+        print(doc)
+        return None
+    torch.set_num_threads(1)
+    return OmegaConf.merge(OmegaConf.load(args[0]), OmegaConf.from_dotlist(args[1:]))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Load the config, run :func:`agents.dagger.dagger`, print the summary."""
-    import torch
     from omegaconf import OmegaConf
 
     from agents.adapter import load_model
@@ -36,11 +49,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from agents.pretrained import PRETRAINED_DIR, card
 
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or "=" in args[0]:
-        print(__doc__)
+    cfg = experiment_config(args, __doc__)
+    if cfg is None:
         return 2
-    cfg = OmegaConf.merge(OmegaConf.load(args[0]), OmegaConf.from_dotlist(args[1:]))
-    torch.set_num_threads(1)
     init = str(cfg.init)
     if init.endswith(".zip"):
         from agents.adapter import load_meta

@@ -118,10 +118,11 @@ def test_agent_yaml(path):
 
 
 @pytest.mark.parametrize("path", [p for p in GROUP_FILES if p.parts[-2] == "experiment"
-                                  and not p.stem.startswith("dagger_")], ids=_id)
+                                  and not p.stem.startswith(("dagger_", "residual_"))], ids=_id)
 def test_experiment_yaml(path):
     primary = path.stem.split("_")[0]
-    assert primary in PRIMARY, f"experiment files are named compare_*, train_* or dagger_* (scripts/dagger.py): {path.name}"
+    assert primary in PRIMARY, (f"experiment files are named compare_*, train_*, dagger_* (scripts/dagger.py) "
+                                f"or residual_* (scripts/residual.py): {path.name}")
     cfg = _compose(primary, [f"experiment={path.stem}"], hydra_cfg=True)
     OmegaConf.resolve(cfg.hydra.sweeper)
     if primary == "train":
@@ -163,3 +164,22 @@ def test_launchers_compose(launcher):
     module, _, cls = lcfg._target_.rpartition(".")
     kwargs = {k: v for k, v in lcfg.items() if k != "_target_"}
     assert getattr(import_module(module), cls)(**kwargs) is not None
+
+
+@pytest.mark.parametrize("path", sorted((CONF / "experiment").glob("residual_*.yaml")), ids=_id)
+def test_residual_yaml(path):
+    """``residual_*`` experiment files are read by scripts/residual.py: its family has a split
+    and a metric, the model whose env arguments it takes is shipped, its settings build a
+    ResidualConfig and a FitConfig, its taus include inf (the base itself)."""
+    import math
+
+    from agents.heldout import FAMILY_METRIC
+    from agents.pretrained import pretrained_names
+    from agents.residual import FitConfig, ResidualConfig
+
+    cfg = OmegaConf.load(path)
+    assert str(cfg.family) in FAMILY_METRIC and str(cfg.env_from) in pretrained_names(), path.name
+    assert isinstance(ResidualConfig(**OmegaConf.to_container(cfg.residual, resolve=True)), ResidualConfig)
+    fit = OmegaConf.to_container(cfg.fit, resolve=True)
+    assert isinstance(FitConfig(**{**fit, "hidden": tuple(fit["hidden"])}), FitConfig)
+    assert math.inf in [float(t) for t in cfg.taus]

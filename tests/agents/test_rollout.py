@@ -99,3 +99,31 @@ def test_net_actor_finishes(windows):
     env = CFG.make(windows[2])
     m = play(env, NetActor(lambda o, mask: int(np.flatnonzero(mask)[0])))
     assert m["unfinished_jobs"] == 0
+
+
+def test_window_only_actor_starts_what_it_decides(windows):
+    """With ``window_only`` the scheduler sees the env's window as its queue
+    (``WindowView``), so whenever it decides a start the actor starts a job (no wait)."""
+    from agents.rollout import WindowView
+
+    env = EnvConfig(n_jobs=None, window=2, time_scale=36000.0).make(windows[0])
+    obs, _ = env.reset(seed=0)
+    actor = SchedulerActor("allox", window_only=True)
+    actor.reset(env)
+    ref = baselines.make("allox")
+    ref.reset(env.sim.view)
+    starts = 0
+    while True:
+        mask = policy_mask(env)
+        win = env.window_jobs()
+        v = WindowView(env.sim, win)
+        assert v.queue.tolist() == win.tolist()
+        decided = [d for d in (ref.decide(v) or []) if hasattr(d, "job")]
+        a = actor(env, obs, mask)
+        if decided:
+            assert a < env.n_start_actions
+            starts += 1
+        obs, _, term, trunc, info = env.step(a)
+        if term or trunc:
+            break
+    assert starts > 0 and info["episode_metrics"]["unfinished_jobs"] == 0

@@ -1,0 +1,505 @@
+"""A gated residual policy: a baseline's own run, left only where a model is confident.
+
+:class:`ResidualScheduler` is a :mod:`hetgym` scheduler. At each decision point of
+:func:`hetgym.simulate` it asks the *base* scheduler (``baselines.make(base)``, AlloX
+for ``hetero-small``) for its decisions, and, through a ``HetCluster-v0`` bound to the
+simulator (:func:`agents.envtools.bind`, as :class:`agents.adapter.AgentScheduler`
+does), builds the observation, the policy mask and a few *deviations*
+(:func:`candidates`): "wait" (skip the base's decisions at this instant), and per
+device type the feasible window job with the shortest duration there and the oldest
+one. A *chooser* picks a deviation or none (-1): with none, ``decide`` returns the base's
+decisions, so the run is the base's own; a start is carried out on the simulator at
+once and the loop asks again at the same instant; "wait" returns ``[]``.
+
+Unlike :class:`agents.rollout.SchedulerActor` (the base acting *in the env*: its first
+start the action space can express, else wait), the base here is the baseline exactly
+as :func:`hetgym.simulate` runs it: with a chooser that never deviates
+(``tau = inf``) the run *is* the baseline's (a test checks it). The in-env AlloX
+is far from that on crowded windows: AlloX's matching picks short jobs anywhere in the
+queue, the env's action space only shows the 16 oldest, and when none of AlloX's
+starts is in that window the in-env actor waits with machines idle (hetero-small test
+window 17: it waits at 67 of 168 steps while 18-34 jobs queue).
+
+Two choosers:
+
+* :class:`RolloutChooser` (the teacher, and the data): the value of each deviation is
+  the metric of the run that takes it and then follows the base to the end
+  (:func:`deviation_value`, on a copy of the simulator), the base's value
+  :func:`base_value` the same without the deviation; it records, per state, the
+  observation, the mask, the base's starts in action space (:func:`base_vector`) and
+  each candidate's relative advantage ``(V_base - Q) / V_base`` (NaN for actions that
+  are no candidate), and acts on the best candidate if it beats the base (one step of
+  policy iteration over the base's own run, never worse than the base on a window).
+* :class:`ModelChooser`: a network (:class:`AdvantageNet`) predicts the relative
+  advantage of every action from the observation and the base's starts; the best
+  candidate is taken when its prediction exceeds ``tau`` (in percent of the base's
+  metric), else the base acts.
+
+:func:`generate` runs the teacher on windows (``workers`` processes), :func:`fit` trains
+the network, :func:`save` / :func:`load_residual` store it (``torch.save``, a few hundred
+kB). ``scripts/residual.py`` (config ``conf/experiment/residual_hetero_small.yaml``)
+does the whole run; docs/agents.md has its results.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from agents.envtools import EnvConfig, bind, policy_mask, refresh
+from hetgym.decisions import Decision, Start
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hetgym.envs.hetcluster import HetClusterEnv
+    from hetgym.sim.engine import Simulator
+    from hetgym.sim.view import View
+    from hetgym.specs import Scenario
+
+__all__ = [
+    "RECORD_KEYS",
+    "AdvantageNet",
+    "ModelChooser",
+    "ResidualConfig",
+    "ResidualScheduler",
+    "RolloutChooser",
+    "base_value",
+    "base_vector",
+    "candidates",
+    "copy_sim",
+    "deviation_value",
+    "fit",
+    "generate",
+    "load_residual",
+    "save",
+]
+
+#: Keys of the records :func:`generate` returns (arrays with one row per visited state).
+RECORD_KEYS = ("obs", "base", "mask", "adv", "v_base", "window")
+
+
+@dataclass(frozen=True)
+class ResidualConfig:
+    """The base and the deviations of a residual policy.
+
+    Attributes:
+        base: ``baselines.make`` name of the base scheduler (no rounds, timers or calls
+            with an empty queue: its rollouts run as :func:`agents.rollout.finish_sim`).
+        base_params: Its parameters.
+        wait: "Wait" (skip the base's decisions at this instant) is a deviation.
+        shortest: Per device type, the feasible window job with the shortest duration there.
+        oldest: Per device type, the first feasible window job (queue order).
+        metric: Episode metric (lower is better) the teacher minimises.
+        rel_tol: The teacher deviates only when better by more than this fraction.
+    """
+
+    base: str = "allox"
+    base_params: dict[str, Any] = field(default_factory=dict)
+    wait: bool = True
+    shortest: bool = True
+    oldest: bool = True
+    metric: str = "avg_jct"
+    rel_tol: float = 1e-9
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "base_params", dict(self.base_params))
+
+    def make_base(self) -> Any:
+        """A fresh base scheduler."""
+        import baselines
+
+        return baselines.make(self.base, **self.base_params)
+
+
+def base_vector(env: HetClusterEnv, decisions: Sequence[Decision]) -> np.ndarray:
+    """float32[A]: 1 at ``k*C + c`` for each start of ``decisions`` of window slot ``k``
+    on device type ``c`` (the base's decisions in the env's action space), 1 at "wait"
+    when the base starts nothing."""
+    out = np.zeros(env.action_space.n, dtype=np.float32)
+    slot = {int(j): k for k, j in enumerate(env.window_jobs().tolist())}
+    started = False
+    for d in decisions:
+        if isinstance(d, Start):
+            started = True
+            k = slot.get(int(d.job))
+            if k is not None and d.device is not None:
+                out[k * env.n_dev + env.sim.device_index(d.device)] = 1.0
+    if not started:
+        out[env.wait_action] = 1.0
+    return out
+
+
+def candidates(env: HetClusterEnv, mask: np.ndarray, base: np.ndarray, cfg: ResidualConfig) -> list[int]:
+    """The deviations allowed by ``mask`` (module docstring), each once, none that the
+    base itself takes now (``base``: :func:`base_vector`)."""
+    from agents.rollout import shortest_per_device
+
+    cand: list[int] = []
+    if cfg.wait and mask[env.wait_action] and not base[env.wait_action]:
+        cand.append(env.wait_action)
+    if cfg.shortest:
+        cand += shortest_per_device(env, mask)
+    if cfg.oldest:
+        C = env.n_dev
+        starts = mask[: env.n_start_actions].reshape(-1, C)
+        for c in range(C):
+            ok = np.flatnonzero(starts[:, c])
+            if len(ok):
+                cand.append(int(ok[0]) * C + c)
+    seen: set[int] = set()
+    return [a for a in cand if not (a in seen or seen.add(a) or base[a])]
+
+
+def copy_sim(sim: Simulator, sched: Any) -> tuple[Simulator, Any]:
+    """Deep copies of ``sim`` and ``sched`` whose view reads the copied arrays
+    (see :func:`agents.rollout.copy_env`)."""
+    s, b = copy.deepcopy((sim, sched))
+    s.view = s.view.__class__(s)
+    return s, b
+
+
+def _finish(sim: Simulator, sched: Any, metric: str, decide_now: bool) -> float:
+    from agents.rollout import finish_sim
+    from hetgym.metrics import summarize
+
+    if decide_now:
+        m = finish_sim(sim, sched)
+    else:  # wait: no decisions at this instant, the base from the next event on
+        while sim.advance():
+            if sim.n_queue:
+                sim.apply(sched.decide(sim.view) or [])
+        m = summarize(sim)
+    v = float(m[metric])
+    return v if math.isfinite(v) else math.inf
+
+
+def base_value(sim: Simulator, sched: Any, metric: str = "avg_jct") -> float:
+    """``metric`` of the run that follows ``sched`` from now (on copies)."""
+    s, b = copy_sim(sim, sched)
+    return _finish(s, b, metric, True)
+
+
+def deviation_value(env: HetClusterEnv, sched: Any, action: int, metric: str = "avg_jct") -> float:
+    """``metric`` of the run that takes env ``action`` now, then follows ``sched`` (on copies
+    of ``env``'s bound simulator)."""
+    s, b = copy_sim(env.sim, sched)
+    kind, job, dev = env.decode(action)
+    if kind == "wait":
+        return _finish(s, b, metric, False)
+    if kind != "start":
+        raise ValueError(f"deviation_value: action {action} is a {kind}")
+    s.start(job, dev)
+    return _finish(s, b, metric, True)
+
+
+Chooser = Callable[[Any, np.ndarray, np.ndarray, np.ndarray, list[int]], int]
+
+
+class ResidualScheduler:
+    """The base's decisions unless the chooser deviates (module docstring).
+
+    Args:
+        chooser: ``chooser(sched, obs, mask, base, cand) -> action or -1`` (``sched``: this
+            scheduler, whose ``env``, ``base`` and ``decisions`` it may read).
+        env_config: The env arguments of the observation (window, time scale, ...).
+        cfg: Base and deviations.
+        name: Label.
+    """
+
+    round_length = None
+    call_when_queue_empty = False
+
+    def __init__(self, chooser: Chooser, env_config: EnvConfig, cfg: ResidualConfig | None = None,
+                 name: str = "residual") -> None:
+        self.chooser = chooser
+        self.env_config = env_config
+        self.cfg = cfg or ResidualConfig()
+        self.name = name
+        self.env: HetClusterEnv | None = None
+        self.base: Any = None
+        self.decisions: list[Decision] = []
+        self.deviations = 0
+        self.points = 0
+
+    def __repr__(self) -> str:
+        return f"ResidualScheduler(name={self.name!r}, base={self.cfg.base!r}, chooser={self.chooser!r})"
+
+    def reset(self, view: View) -> None:
+        """A fresh base on the simulator, and an env bound to it."""
+        sim = view.simulator
+        self.base = self.cfg.make_base()
+        self.base.reset(view)
+        env = self.env_config.make(sim.scenario, n_jobs=None)
+        bind(env, sim)
+        self.env = env
+        self.deviations = 0
+        self.points = 0
+
+    def decide(self, view: View) -> list[Decision]:
+        """Deviations (carried out at once), then the base's decisions (or none after "wait")."""
+        if self.env is None or self.env.sim is not view.simulator:
+            self.reset(view)
+        env = self.env
+        sim = env.sim
+        limit = 4 * (sim.n_queue + sim.n_running) + 16
+        for _ in range(limit):
+            feasible, obs = refresh(env)
+            self.decisions = list(self.base.decide(view) or [])
+            if sim.finished or not feasible:
+                break
+            mask = policy_mask(env, self.env_config.no_idle_wait)
+            base = base_vector(env, self.decisions)
+            cand = candidates(env, mask, base, self.cfg)
+            self.points += 1
+            a = int(self.chooser(self, obs, mask, base, cand)) if cand else -1
+            if a < 0:
+                break
+            if a not in cand:
+                raise ValueError(f"chooser returned {a}, not a candidate {cand}")
+            self.deviations += 1
+            kind, job, dev = env.decode(a)
+            if kind == "wait":
+                return []
+            sim.start(job, dev)
+        else:
+            self.decisions = list(self.base.decide(view) or [])
+        return self.decisions
+
+
+class RolloutChooser:
+    """The rollout teacher over the base's own run; records every state (module docstring).
+
+    Args:
+        act: ``"teacher"`` (take the best candidate when it beats the base) or ``"base"``
+            (record only; the run is the base's).
+    """
+
+    def __init__(self, act: str = "teacher") -> None:
+        if act not in ("teacher", "base"):
+            raise ValueError(f"RolloutChooser: act must be 'teacher' or 'base', got {act!r}")
+        self.act = act
+        self.rows: dict[str, list] = {k: [] for k in RECORD_KEYS if k != "window"}
+        self.rollouts = 0
+
+    def __repr__(self) -> str:
+        return f"RolloutChooser(act={self.act!r})"
+
+    def __call__(self, sched: ResidualScheduler, obs: np.ndarray, mask: np.ndarray, base: np.ndarray,
+                 cand: list[int]) -> int:
+        metric = sched.cfg.metric
+        v0 = base_value(sched.env.sim, sched.base, metric)
+        q = np.array([deviation_value(sched.env, sched.base, a, metric) for a in cand])
+        self.rollouts += 1 + len(cand)
+        adv = np.full(len(mask), np.nan, dtype=np.float32)
+        if math.isfinite(v0) and v0 > 0:
+            adv[cand] = np.where(np.isfinite(q), (v0 - q) / v0, -1.0)
+        for k, v in (("obs", obs), ("base", base), ("mask", mask), ("adv", adv), ("v_base", v0)):
+            self.rows[k].append(v)
+        i = int(np.argmin(q))
+        if self.act == "teacher" and q[i] < v0 - sched.cfg.rel_tol * abs(v0):
+            return cand[i]
+        return -1
+
+
+def _gen_one(args: tuple[int, Scenario, EnvConfig, ResidualConfig, str]) -> tuple[int, dict, dict]:
+    import hetgym
+
+    i, w, env_config, cfg, act = args
+    ch = RolloutChooser(act)
+    sched = ResidualScheduler(ch, env_config, cfg, name="teacher")
+    t0 = time.process_time()
+    res = hetgym.simulate(w, sched, seed=0).summary()
+    base = hetgym.simulate(w, cfg.make_base(), seed=0).summary()
+    rows = {k: np.asarray(v) for k, v in ch.rows.items()}
+    info = {"window": i, "teacher": float(res[cfg.metric]), "base": float(base[cfg.metric]),
+            "states": len(ch.rows["obs"]), "deviations": sched.deviations, "rollouts": ch.rollouts,
+            "cpu_s": time.process_time() - t0}
+    return i, rows, info
+
+
+def generate(windows: Sequence[Scenario], env_config: EnvConfig, cfg: ResidualConfig,
+             act: str = "teacher", workers: int = 1, log: Any = print) -> tuple[dict[str, np.ndarray], list[dict]]:
+    """Run the rollout teacher (:class:`RolloutChooser`) on ``windows``; the records
+    (:data:`RECORD_KEYS`, states of all windows in window order) and one info dict per
+    window (teacher's and base's metric, states, deviations, rollouts, CPU seconds).
+
+    ``workers > 1`` runs windows in that many processes (``fork``)."""
+    jobs = [(i, w, env_config, cfg, act) for i, w in enumerate(windows)]
+    out: dict[int, tuple[dict, dict]] = {}
+    if workers > 1:
+        import multiprocessing as mp
+
+        with mp.get_context("fork").Pool(workers) as pool:
+            for i, rows, info in pool.imap_unordered(_gen_one, jobs):
+                out[i] = (rows, info)
+                log(f"[residual] window {i}: {info}")
+    else:
+        for j in jobs:
+            i, rows, info = _gen_one(j)
+            out[i] = (rows, info)
+            log(f"[residual] window {i}: {info}")
+    parts = [out[i][0] for i in sorted(out)]
+    data = {k: np.concatenate([p[k] for p in parts]) if parts else np.zeros(0)
+            for k in RECORD_KEYS if k != "window"}
+    data["window"] = np.concatenate([np.full(len(p["obs"]), i) for i, p in zip(sorted(out), parts)])
+    data["obs"] = data["obs"].astype(np.float32)
+    data["base"] = data["base"].astype(np.float32)
+    data["mask"] = data["mask"].astype(bool)
+    data["adv"] = data["adv"].astype(np.float32)
+    return data, [out[i][1] for i in sorted(out)]
+
+
+# ----------------------------------------------------------------- the network
+
+def AdvantageNet(n_obs: int, n_act: int, hidden: Sequence[int] = (256, 256)) -> Any:
+    """MLP ``[obs, base] -> predicted relative advantage (percent) of every action``."""
+    from torch import nn
+
+    layers: list[Any] = []
+    n = n_obs + n_act
+    for h in hidden:
+        layers += [nn.Linear(n, int(h)), nn.ReLU()]
+        n = int(h)
+    layers.append(nn.Linear(n, n_act))
+    return nn.Sequential(*layers)
+
+
+@dataclass(frozen=True)
+class FitConfig:
+    """Training of :func:`AdvantageNet` (Huber loss on the candidates' advantages in percent).
+
+    Attributes:
+        hidden: Hidden layer sizes.
+        epochs: Passes over the data.
+        batch_size: Minibatch size.
+        learning_rate: Adam step size.
+        weight_decay: Adam weight decay.
+        clip: Targets clipped to ``[-clip, clip]`` percent.
+        seed: Initialisation and minibatch order.
+    """
+
+    hidden: tuple[int, ...] = (256, 256)
+    epochs: int = 40
+    batch_size: int = 256
+    learning_rate: float = 1e-3
+    weight_decay: float = 1e-5
+    clip: float = 2.0
+    seed: int = 0
+
+
+def _inputs(obs: np.ndarray, base: np.ndarray) -> np.ndarray:
+    return np.concatenate([obs, base], axis=-1).astype(np.float32)
+
+
+def fit(data: dict[str, np.ndarray], cfg: FitConfig, val: dict[str, np.ndarray] | None = None,
+        log: Any = print) -> tuple[Any, dict[str, float]]:
+    """Train an :func:`AdvantageNet` on records of :func:`generate`; the net and statistics
+    (final loss; on ``val`` records if given, else the training ones: the loss, and how
+    often the best predicted candidate is the best one)."""
+    import torch
+
+    torch.manual_seed(cfg.seed)
+    x = torch.as_tensor(_inputs(data["obs"], data["base"]))
+    y_np = np.clip(100.0 * data["adv"], -cfg.clip, cfg.clip)
+    known = torch.as_tensor(np.isfinite(y_np))
+    y = torch.as_tensor(np.nan_to_num(y_np))
+    net = AdvantageNet(data["obs"].shape[1], data["adv"].shape[1], cfg.hidden)
+    opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    rng = np.random.default_rng(cfg.seed)
+    n = len(x)
+    loss_f = torch.nn.HuberLoss(reduction="none", delta=1.0)
+    losses = []
+    for ep in range(cfg.epochs):
+        perm = rng.permutation(n)
+        tot = 0.0
+        for s in range(0, n, cfg.batch_size):
+            idx = torch.as_tensor(perm[s: s + cfg.batch_size])
+            k = known[idx]
+            loss = (loss_f(net(x[idx]), y[idx]) * k).sum() / k.sum().clamp(min=1)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            tot += float(loss.detach()) * len(idx)
+        losses.append(tot / max(n, 1))
+        if ep % 10 == 9 or ep == cfg.epochs - 1:
+            log(f"[residual] fit epoch {ep + 1}: loss {losses[-1]:.4f}")
+    net.eval()
+    stats = {"train_loss": losses[-1] if losses else float("nan"), "samples": int(n)}
+    stats.update(_agreement(net, val if val is not None else data, cfg.clip, "val" if val is not None else "train"))
+    return net, stats
+
+
+def _agreement(net: Any, data: dict[str, np.ndarray], clip: float, tag: str) -> dict[str, float]:
+    """Loss and decision agreement of ``net`` on records ``data``."""
+    import torch
+
+    if not len(data["obs"]):
+        return {}
+    with torch.no_grad():
+        pred = net(torch.as_tensor(_inputs(data["obs"], data["base"]))).numpy()
+    y = np.clip(100.0 * data["adv"], -clip, clip)
+    known = np.isfinite(y)
+    pk = np.where(known, pred, -np.inf)
+    yk = np.where(known, y, -np.inf)
+    best_pred = pk.argmax(1)
+    has = known.any(1)
+    gain = yk.max(1)
+    worth = has & (gain > 0)
+    return {f"{tag}_mae": float(np.abs(pred - np.nan_to_num(y))[known].mean()),
+            f"{tag}_states_with_gain": float(worth.mean()),
+            f"{tag}_best_found": float((best_pred == yk.argmax(1))[worth].mean()) if worth.any() else float("nan"),
+            f"{tag}_corr": float(np.corrcoef(pred[known], y[known])[0, 1]) if known.sum() > 2 else float("nan")}
+
+
+class ModelChooser:
+    """Deviate to the candidate with the highest predicted advantage when it exceeds ``tau``
+    (percent of the base's metric); ``tau = inf`` never deviates."""
+
+    def __init__(self, net: Any, tau: float = math.inf) -> None:
+        self.net = net
+        self.tau = float(tau)
+
+    def __repr__(self) -> str:
+        return f"ModelChooser(tau={self.tau})"
+
+    def __call__(self, sched: ResidualScheduler, obs: np.ndarray, mask: np.ndarray, base: np.ndarray,
+                 cand: list[int]) -> int:
+        if self.tau == math.inf or not cand:
+            return -1
+        import torch
+
+        with torch.no_grad():
+            p = self.net(torch.as_tensor(_inputs(obs, base)[None]))[0].numpy()
+        i = int(np.argmax(p[cand]))
+        return cand[i] if p[cand[i]] > self.tau else -1
+
+
+def save(path: str | Path, net: Any, env_config: EnvConfig, cfg: ResidualConfig, fit_cfg: FitConfig,
+         tau: float, n_obs: int, n_act: int, extra: dict[str, Any] | None = None) -> Path:
+    """``torch.save`` of the net's weights and what rebuilds the scheduler (a zip file)."""
+    import torch
+
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"state_dict": net.state_dict(), "env": env_config.to_dict(), "residual": asdict(cfg),
+                "fit": asdict(fit_cfg), "tau": float(tau), "n_obs": int(n_obs), "n_act": int(n_act),
+                **(extra or {})}, p)
+    return p
+
+
+def load_residual(path: str | Path, tau: float | None = None, name: str = "residual") -> ResidualScheduler:
+    """The scheduler saved by :func:`save` (its ``tau`` unless given)."""
+    import torch
+
+    d = torch.load(Path(path), map_location="cpu", weights_only=False)
+    net = AdvantageNet(d["n_obs"], d["n_act"], tuple(d["fit"]["hidden"]))
+    net.load_state_dict(d["state_dict"])
+    net.eval()
+    return ResidualScheduler(ModelChooser(net, d["tau"] if tau is None else tau),
+                             EnvConfig.from_dict(d["env"]), ResidualConfig(**d["residual"]), name=name)

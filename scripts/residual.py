@@ -1,0 +1,168 @@
+"""A gated residual policy over AlloX (``agents.residual``), from a config in ``conf/experiment/``.
+
+Stages (each writes into ``out_dir``):
+
+1. **data**: the rollout teacher over the base's own run on ``train_windows`` windows of the
+   family's *training* rows (spread evenly over them), in ``workers`` processes ->
+   ``data.npz`` (per state: observation, mask, base's starts, every candidate's relative
+   advantage) and ``data.json`` (per window: teacher, base, states, deviations, CPU s);
+   an existing ``data.npz`` is reused unless ``regen=true``;
+2. **fit**: the advantage network -> ``fit.json``;
+3. **tau**: the residual policy for each ``taus`` value on the 8 *validation* windows
+   (``hetgym.simulate``); the best mean (ties to the larger tau; ``inf`` is the base
+   itself) is kept -> ``val.csv``, ``residual.pt`` (the model and its tau);
+4. **test** (``test=true``): the kept policy and the base on the 32 *test* windows: mean
+   ± 95 % CI, paired difference, wins / ties / losses -> ``test.md``, ``test.json``,
+   ``test_runs.csv``;
+5. **teacher** (``teacher_on=[val,test]``): the rollout teacher itself (search over the
+   base's own run, not learned) on those windows -> ``teacher_<part>.json``.
+
+``key=value`` arguments override the config::
+
+    NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 nice -n 10 python scripts/residual.py \
+        conf/experiment/residual_hetero_small.yaml workers=2
+    python scripts/residual.py conf/experiment/residual_hetero_small.yaml train_windows=1 \
+        fit.epochs=2 taus=[inf,1.0] out_dir=/tmp/residual_smoke      # a quick check
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def paired(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """Mean ± 95 % CI of ``x`` and ``y`` and of ``x - y``, geo-mean ratio, wins/ties/losses of x."""
+    from scripts.eval_agents import ci95
+
+    d = x - y
+    rel = 1e-9 * np.maximum(np.abs(y), 1.0)
+    wins, ties = int((d < -rel).sum()), int((np.abs(d) <= rel).sum())
+    (m_a, h_a), (m_b, h_b), (m_d, h_d) = ci95(x), ci95(y), ci95(d)
+    return {"mean": m_a, "ci95": h_a, "base_mean": m_b, "base_ci95": h_b, "paired_diff": m_d,
+            "paired_ci95": h_d, "geo_mean_ratio": float(np.exp(np.mean(np.log(x / y)))),
+            "wins": wins, "ties": ties, "losses": len(d) - wins - ties, "windows": len(d)}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Load the config, run the stages (module docstring)."""
+    from omegaconf import OmegaConf
+
+    from agents import residual as R
+    from agents.envtools import EnvConfig, window_scenario
+    from agents.evaluation import evaluate_on_windows
+    from agents.heldout import FAMILY_METRIC, split
+    from agents.pretrained import card, machine
+    from scripts.dagger import experiment_config
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    cfg = experiment_config(args, __doc__)
+    if cfg is None:
+        return 2
+    out = Path(str(cfg.out_dir))
+    out.mkdir(parents=True, exist_ok=True)
+    fam = str(cfg.family)
+    metric = FAMILY_METRIC[fam][0]
+    env_config = EnvConfig.from_dict(card(str(cfg.env_from))["env"])
+    rcfg = R.ResidualConfig(**OmegaConf.to_container(cfg.residual, resolve=True), metric=metric)
+    fcfg = R.FitConfig(**{k: tuple(v) if k == "hidden" else v
+                          for k, v in OmegaConf.to_container(cfg.fit, resolve=True).items()})
+    sp = split(fam, window_jobs=int(env_config.n_jobs or 64))
+    t_all = time.monotonic()
+    meta = {"command": "python scripts/residual.py " + " ".join(args), "machine": machine(),
+            "config": OmegaConf.to_container(cfg, resolve=True)}
+
+    # 1. data
+    f_data = out / "data.npz"
+    if f_data.is_file() and not bool(cfg.get("regen", False)):
+        data = dict(np.load(f_data))
+        print(f"[residual] data from {f_data}: {len(data['obs'])} states")
+    else:
+        wj, n_w = int(env_config.n_jobs or 64), int(cfg.train_windows)
+        starts = np.round(np.linspace(0, sp.bounds[1] - wj, n_w)).astype(np.int64).tolist()
+        wins = [window_scenario(sp.base, np.arange(s, s + wj)) for s in starts]
+        t0 = time.monotonic()
+        data, infos = R.generate(wins, env_config, rcfg, act=str(cfg.act), workers=int(cfg.workers))
+        wall = time.monotonic() - t0
+        np.savez_compressed(f_data, **data)
+        tj = np.array([i["teacher"] for i in infos])
+        bj = np.array([i["base"] for i in infos])
+        summary = {"windows": len(infos), "states": len(data["obs"]), "wall_s": wall,
+                   "workers": int(cfg.workers), "cpu_s": float(sum(i["cpu_s"] for i in infos)),
+                   "teacher_mean": float(tj.mean()), "base_mean": float(bj.mean()),
+                   "teacher_better": int((tj < bj * (1 - 1e-9)).sum()),
+                   "deviations": int(sum(i["deviations"] for i in infos)), "per_window": infos,
+                   "machine_after": machine(), **meta}
+        (out / "data.json").write_text(json.dumps(summary, indent=1))
+        print(f"[residual] data: {summary['states']} states of {len(infos)} windows in {wall:.0f} s; "
+              f"teacher {tj.mean():.1f} vs base {bj.mean():.1f}")
+
+    # 2. fit
+    t0 = time.monotonic()
+    net, fstats = R.fit(data, fcfg)
+    fstats["wall_s"] = time.monotonic() - t0
+    (out / "fit.json").write_text(json.dumps(fstats, indent=1))
+    print(f"[residual] fit: {fstats}")
+
+    # 3. tau on the validation windows
+    taus = [float(t) for t in cfg.taus]
+
+    def sched(tau: float):
+        return lambda: R.ResidualScheduler(R.ModelChooser(net, tau), env_config, rcfg, name=f"residual tau={tau}")
+
+    scheds = {rcfg.base: rcfg.base, **{f"tau={t}": sched(t) for t in taus}}
+    t0 = time.monotonic()
+    runs = evaluate_on_windows(scheds, sp.val)
+    val = runs.groupby("scheduler", sort=False)[metric].mean()
+    val.to_csv(out / "val.csv")
+    print(f"[residual] validation ({time.monotonic() - t0:.0f} s):\n{val.to_string()}")
+    best_tau = min(taus, key=lambda t: (val[f"tau={t}"], -t))
+    print(f"[residual] kept tau = {best_tau}: {val[f'tau={best_tau}']:.1f} (base {val[rcfg.base]:.1f})")
+    R.save(out / "residual.pt", net, env_config, rcfg, fcfg, best_tau, data["obs"].shape[1],
+           data["adv"].shape[1], {"family": fam, "validation": {str(k): float(v) for k, v in val.items()},
+                                  "fit_stats": fstats, **meta})
+
+    # 4. test
+    if bool(cfg.get("test", False)):
+        t0 = time.monotonic()
+        label = "residual"
+        runs = evaluate_on_windows({label: lambda: R.load_residual(out / "residual.pt"),
+                                    rcfg.base: rcfg.base}, sp.test)
+        runs.to_csv(out / "test_runs.csv", index=False)
+        x = runs[runs.scheduler == label].sort_values("seed")[metric].to_numpy()
+        y = runs[runs.scheduler == rcfg.base].sort_values("seed")[metric].to_numpy()
+        res = {"family": fam, "metric": metric, "tau": best_tau, "base": rcfg.base, **paired(x, y),
+               "wall_s": time.monotonic() - t0}
+        (out / "test.json").write_text(json.dumps(res, indent=1))
+        text = (f"| {fam}: {res['windows']} test windows | residual (tau={best_tau}) | {metric} "
+                f"| {res['mean']:.4g} ± {res['ci95']:.2g} | {rcfg.base}: {res['base_mean']:.4g} ± "
+                f"{res['base_ci95']:.2g} | {res['paired_diff']:+.3g} ± {res['paired_ci95']:.2g} "
+                f"| {res['geo_mean_ratio']:.4f} | {res['wins']} / {res['ties']} / {res['losses']} |\n")
+        (out / "test.md").write_text(text)
+        print(text)
+    # 5. the rollout teacher itself (search, not learned) on validation / test windows
+    for part in [str(p) for p in cfg.get("teacher_on", [])]:
+        t0 = time.monotonic()
+        _, infos = R.generate(getattr(sp, part), env_config, rcfg, act="teacher", workers=int(cfg.workers))
+        x = np.array([i["teacher"] for i in infos])
+        y = np.array([i["base"] for i in infos])
+        res = {"part": part, **paired(x, y), "wall_s": time.monotonic() - t0, "workers": int(cfg.workers),
+               "cpu_s": float(sum(i["cpu_s"] for i in infos)), "per_window": infos, "machine": machine()}
+        (out / f"teacher_{part}.json").write_text(json.dumps(res, indent=1))
+        print(f"[residual] teacher on {part}: {res['mean']:.5g} vs {rcfg.base} {res['base_mean']:.5g}, "
+              f"paired {res['paired_diff']:+.4g} ± {res['paired_ci95']:.2g}, "
+              f"W/T/L {res['wins']}/{res['ties']}/{res['losses']}, {res['wall_s']:.0f} s")
+    print(f"[residual] done in {time.monotonic() - t_all:.0f} s (load {os.getloadavg()})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
