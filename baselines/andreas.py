@@ -108,13 +108,19 @@ class AndreasRG:
         outside the model, f_OBJ)``."""
         seed = int(view.rng.integers(2**31 - 1))
         cl = self.classes
-        pinned = pinned_jobs(view, cl)
-        pin = set(pinned)
-        running = [j for j in view.running.tolist() if j not in pin]
+        run = np.asarray(view.running, dtype=np.int64)
+        node_r, cls_r, g_r = current_configs(view, cl, run)
+        pinned = pinned_jobs(view, cl, run, node_r)
+        keep = ~np.isin(run, pinned)
+        running = run[keep].tolist()
         queued = view.queue.tolist()
         cand = np.asarray(running + queued, dtype=np.int64)
         n_run = len(running)
-        tab = config_table(view, cl, cand)
+        n_q = len(queued)
+        cur = np.concatenate([node_r[keep], np.full(n_q, -1, dtype=np.int64)])
+        cur_cls = np.concatenate([cls_r[keep], np.full(n_q, -1, dtype=np.int64)])
+        cur_g = np.concatenate([g_r[keep], np.full(n_q, -1, dtype=np.int64)])
+        tab = config_table(view, cl, cand, (cur_cls, cur_g))
         has = (tab.dlen + tab.clen) > 0
         outside = [int(j) for j, h in zip(cand[n_run:], has[n_run:]) if not h]
         stuck = [int(j) for j, h in zip(cand[:n_run], has[:n_run]) if not h]
@@ -127,8 +133,6 @@ class AndreasRG:
             return {}, running, outside, 0.0
         arrival = view.arrival[cand]
         base = rows[np.lexsort((cand[rows], arrival[rows], -tab.delta[rows]))]
-        cur, _, cur_g = current_configs(view, cl, cand)
-        cur[n_run:] = -1
         cur_g = np.maximum(cur_g, 0)
         out_node = np.empty(len(cand), dtype=np.int64)
         out_cfg = np.empty(len(cand), dtype=np.int64)

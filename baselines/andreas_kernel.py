@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["config_table_nb", "rg_search_nb", "swap_pass_nb"]
+__all__ = ["config_table_nb", "pinned_nodes_nb", "rg_search_nb", "swap_pass_nb"]
 
 
 @njit(cache=True)
@@ -90,6 +90,37 @@ def config_table_nb(remaining, rem_moved, tput, scale_exp, min_w, max_w, cpus, m
             cl[i, b] = x
         dlen[i] = nd
         clen[i] = nc
+    return 0
+
+
+@njit(cache=True)
+def pinned_nodes_nb(jobs, nworkers, worker_node, worker_gpu, t_left, of_node, rate, free,
+                    is_open, first_t, first_c):
+    """What the running ``jobs`` (in order) leave on each GPU node: ``free`` GPUs (minus
+    their GPUs there), ``is_open``, and the first-ending job's time ``first_t`` (its
+    ``t_left``) and cost ``first_c`` = t x ``rate[class, GPUs it uses there]`` (the
+    first job wins ties). Updates the arrays in place."""
+    for i in range(jobs.shape[0]):
+        j = jobs[i]
+        g = nworkers[j]
+        for s in range(g):
+            n = worker_node[j, s]
+            seen = False
+            for s2 in range(s):
+                seen = seen or worker_node[j, s2] == n
+            k = of_node[n]
+            if seen or k < 0:
+                continue
+            used = 0
+            for s2 in range(g):
+                if worker_node[j, s2] == n and worker_gpu[j, s2] >= 0:
+                    used += 1
+            free[n] -= used
+            is_open[n] = True
+            t = t_left[i]
+            if t < first_t[n]:
+                first_t[n] = t
+                first_c[n] = t * rate[k, min(used, rate.shape[1] - 1)]
     return 0
 
 

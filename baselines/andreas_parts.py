@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from baselines.andreas_kernel import config_table_nb
+from baselines.andreas_kernel import config_table_nb, pinned_nodes_nb
 from hetgym.decisions import Decision, Move, Placement, Preempt, Start
 from hetgym.sim.codes import GRACE, RUNNING
 
@@ -129,12 +129,17 @@ def current_configs(view, classes: NodeClasses, jobs: np.ndarray) -> tuple[np.nd
             np.where(ok, g, -1).astype(np.int64))
 
 
-def config_table(view, classes: NodeClasses, jobs: np.ndarray) -> ConfigTable:
-    """The configuration table of ``jobs`` now (module docstring; spec 4.1 steps 1-3)."""
+def config_table(view, classes: NodeClasses, jobs: np.ndarray,
+                 current: tuple[np.ndarray, np.ndarray] | None = None) -> ConfigTable:
+    """The configuration table of ``jobs`` now (module docstring; spec 4.1 steps 1-3).
+    ``current``: the jobs' (class, g) from :func:`current_configs`, if already known."""
     jobs = np.ascontiguousarray(jobs, dtype=np.int64)
     nj = len(jobs)
     kmax = max(1, int(classes.gpus.sum()))
-    _, cur_cls, cur_g = current_configs(view, classes, jobs)
+    if current is None:
+        _, cur_cls, cur_g = current_configs(view, classes, jobs)
+    else:
+        cur_cls, cur_g = current
     ran = ~np.isnan(view.first_start[jobs])
     delay = np.where(ran, float(view.options.restart_delay), 0.0)
     out = ConfigTable(jobs=jobs, cls=np.zeros((nj, kmax), np.int64), g=np.zeros((nj, kmax), np.int64),
@@ -171,13 +176,16 @@ def rem_after_move(view, jobs: np.ndarray, rem: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.maximum(rem, work - kept))
 
 
-def pinned_jobs(view, classes: NodeClasses) -> list[int]:
+def pinned_jobs(view, classes: NodeClasses, running: np.ndarray | None = None,
+                node: np.ndarray | None = None) -> list[int]:
     """Running jobs a plan keeps where they are: in a grace period, with a grace period
     (a preemption would not free their GPUs now), at the preemption limit, or placed
-    outside ANDREAS' model (across nodes, on a CPU node)."""
+    outside ANDREAS' model (across nodes, on a CPU node). ``running`` (default
+    ``view.running``) and their ``node`` from :func:`current_configs`, if already known."""
     limit = view.max_preemptions
-    run = np.asarray(view.running, dtype=np.int64)
-    node, _, _ = current_configs(view, classes, run)
+    run = np.asarray(view.running if running is None else running, dtype=np.int64)
+    if node is None:
+        node, _, _ = current_configs(view, classes, run)
     bad = (np.asarray(view.status[run]) == GRACE) | (view.grace[run] > 0) | (node < 0)
     if limit is not None:
         bad |= view.n_preempt[run] >= limit
@@ -185,28 +193,18 @@ def pinned_jobs(view, classes: NodeClasses) -> list[int]:
 
 
 def pinned_nodes(view, classes: NodeClasses, pinned: list[int]):
-    """Per node: free GPUs, open flag and first-ending (time, EUR) left by pinned jobs."""
+    """Per node: free GPUs, open flag and first-ending (time, EUR) left by pinned jobs
+    (:func:`~baselines.andreas_kernel.pinned_nodes_nb`)."""
     n_nodes = len(view.node_device)
     free = np.asarray(view.node_gpus, dtype=np.int64).copy()
     is_open = np.zeros(n_nodes, dtype=np.bool_)
     first_t = np.full(n_nodes, np.inf)
     first_c = np.zeros(n_nodes)
     now = float(view.now)
-    for j in pinned:
-        g = int(view.nworkers[j])
-        nodes = view.worker_node[j, :g].tolist()
-        gpus = view.worker_gpu[j, :g].tolist()
-        for n in set(nodes):
-            k = int(classes.of_node[n])
-            if k < 0:
-                continue
-            used = sum(1 for m, q in zip(nodes, gpus) if m == n and q >= 0)
-            free[n] -= used
-            is_open[n] = True
-            t = float(view.expected_finish(j)) - now
-            if t < first_t[n]:
-                first_t[n] = t
-                first_c[n] = t * classes.rate[k, min(used, classes.rate.shape[1] - 1)]
+    jobs = np.asarray(pinned, dtype=np.int64)
+    t_left = np.array([view.expected_finish(j) for j in pinned], dtype=np.float64) - now
+    pinned_nodes_nb(jobs, view.nworkers, view.worker_node, view.worker_gpu, t_left,
+                    classes.of_node, classes.rate, free, is_open, first_t, first_c)
     return free, is_open, first_t, first_c
 
 
