@@ -63,7 +63,7 @@ from baselines.andreas_parts import (
     config_table,
     current_configs,
     fits_node,
-    pinned_jobs,
+    pinned_mask,
     pinned_nodes,
     plan_decisions,
     relabel_nodes,
@@ -110,8 +110,9 @@ class AndreasRG:
         cl = self.classes
         run = np.asarray(view.running, dtype=np.int64)
         node_r, cls_r, g_r = current_configs(view, cl, run)
-        pinned = pinned_jobs(view, cl, run, node_r)
-        keep = ~np.isin(run, pinned)
+        bad = pinned_mask(view, run, node_r)
+        pinned = run[bad].tolist()
+        keep = ~bad
         running = run[keep].tolist()
         queued = view.queue.tolist()
         cand = np.asarray(running + queued, dtype=np.int64)
@@ -122,8 +123,8 @@ class AndreasRG:
         cur_g = np.concatenate([g_r[keep], np.full(n_q, -1, dtype=np.int64)])
         tab = config_table(view, cl, cand, (cur_cls, cur_g))
         has = (tab.dlen + tab.clen) > 0
-        outside = [int(j) for j, h in zip(cand[n_run:], has[n_run:]) if not h]
-        stuck = [int(j) for j, h in zip(cand[:n_run], has[:n_run]) if not h]
+        outside = cand[n_run:][~has[n_run:]].tolist()
+        stuck = cand[:n_run][~has[:n_run]].tolist()
         if stuck:  # running jobs with no configuration left (cannot happen for ANDREAS jobs)
             pinned += stuck
             running = [j for j in running if j not in set(stuck)]
@@ -142,8 +143,9 @@ class AndreasRG:
                          first_c, cl.start, cl.nodes, cl.rate, float(view.now), self.round_length,
                          float(self.rho), float(self.alpha), float(self.beta), float(self.pi),
                          int(self.max_iter), seed, out_node, out_cfg)
-        targets = {int(cand[r]): (int(out_node[r]), int(tab.g[r, out_cfg[r]]))
-                   for r in base.tolist() if out_node[r] >= 0}
+        sel = base[out_node[base] >= 0]  # planned rows, in pressure order
+        targets = dict(zip(cand[sel].tolist(),
+                           zip(out_node[sel].tolist(), tab.g[sel, out_cfg[sel]].tolist())))
         current = {int(cand[r]): (int(cur[r]), int(cur_g[r])) for r in range(n_run) if cur[r] >= 0}
         return relabel_nodes(targets, current, cl, free), running, outside, float(f)
 

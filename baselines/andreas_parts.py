@@ -32,6 +32,7 @@ __all__ = [
     "eur_per_joule",
     "fits_node",
     "pinned_jobs",
+    "pinned_mask",
     "pinned_nodes",
     "plan_decisions",
     "start_outside_model",
@@ -176,20 +177,22 @@ def rem_after_move(view, jobs: np.ndarray, rem: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.maximum(rem, work - kept))
 
 
-def pinned_jobs(view, classes: NodeClasses, running: np.ndarray | None = None,
-                node: np.ndarray | None = None) -> list[int]:
+def pinned_jobs(view, classes: NodeClasses) -> list[int]:
     """Running jobs a plan keeps where they are: in a grace period, with a grace period
     (a preemption would not free their GPUs now), at the preemption limit, or placed
-    outside ANDREAS' model (across nodes, on a CPU node). ``running`` (default
-    ``view.running``) and their ``node`` from :func:`current_configs`, if already known."""
-    limit = view.max_preemptions
-    run = np.asarray(view.running if running is None else running, dtype=np.int64)
-    if node is None:
-        node, _, _ = current_configs(view, classes, run)
+    outside ANDREAS' model (across nodes, on a CPU node)."""
+    run = np.asarray(view.running, dtype=np.int64)
+    node, _, _ = current_configs(view, classes, run)
+    return run[pinned_mask(view, run, node)].tolist()
+
+
+def pinned_mask(view, run: np.ndarray, node: np.ndarray) -> np.ndarray:
+    """Which of the running jobs ``run`` (their ``node`` from :func:`current_configs`) a
+    plan keeps where they are (:func:`pinned_jobs`)."""
     bad = (np.asarray(view.status[run]) == GRACE) | (view.grace[run] > 0) | (node < 0)
-    if limit is not None:
-        bad |= view.n_preempt[run] >= limit
-    return run[bad].tolist()
+    if view.max_preemptions is not None:
+        bad |= view.n_preempt[run] >= view.max_preemptions
+    return bad
 
 
 def pinned_nodes(view, classes: NodeClasses, pinned: list[int]):
@@ -202,7 +205,10 @@ def pinned_nodes(view, classes: NodeClasses, pinned: list[int]):
     first_c = np.zeros(n_nodes)
     now = float(view.now)
     jobs = np.asarray(pinned, dtype=np.int64)
-    t_left = np.array([view.expected_finish(j) for j in pinned], dtype=np.float64) - now
+    sim = getattr(view, "simulator", None)  # the projected ends in one read (= expected_finish)
+    fin = (sim.js.finish[jobs] if sim is not None
+           else np.array([view.expected_finish(j) for j in pinned], dtype=np.float64))
+    t_left = np.asarray(fin, dtype=np.float64) - now
     pinned_nodes_nb(jobs, view.nworkers, view.worker_node, view.worker_gpu, t_left,
                     classes.of_node, classes.rate, free, is_open, first_t, first_c)
     return free, is_open, first_t, first_c
@@ -234,6 +240,8 @@ def relabel_nodes(targets: dict[int, tuple[int, int]], current: dict[int, tuple[
     first; ties: the bin's own node, then lower indices); the other bins keep their node
     when it is still free, else take the lowest free node of the class that holds them.
     """
+    if not current:  # every bin keeps its own node (it fits there: the plan put it there)
+        return dict(targets)
     bins: dict[int, list[int]] = {}
     for j, (n, _) in targets.items():
         bins.setdefault(n, []).append(j)
@@ -294,10 +302,20 @@ def plan_decisions(view, cap, targets: dict[int, tuple[int, int]], replan: list[
     for j in movers:
         cap.give(j)
     placements: dict[int, Placement] = {}
-    for j, (n, g) in targets.items():
+    # whether each target fits its node before any start (capacity only shrinks below, so
+    # a job that does not fit now does not fit later): one vectorised test for the many
+    # planned jobs whose cores or memory do not fit
+    tj = np.fromiter(targets.keys(), dtype=np.int64, count=len(targets))
+    tn = np.fromiter((v[0] for v in targets.values()), dtype=np.int64, count=len(targets))
+    tg = np.fromiter((v[1] for v in targets.values()), dtype=np.int64, count=len(targets))
+    td = np.asarray(view.node_device)[tn]
+    may = ((np.asarray(cap.free_gpus)[tn] >= tg)
+           & (tg * view.cpus_need[tj, td] <= np.asarray(cap.free_cpus)[tn] + EPS)
+           & (tg * view.mem[tj] <= np.asarray(cap.free_mem)[tn] + EPS)).tolist()
+    for i, (j, (n, g)) in enumerate(targets.items()):
         if j in keep:
             continue
-        if fits_node(view, cap, j, n, g):
+        if may[i] and fits_node(view, cap, j, n, g):
             placements[j] = take_gpus(view, cap, j, n, g)
         elif j in movers:
             preempts.append(Preempt(j))
