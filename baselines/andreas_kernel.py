@@ -317,7 +317,7 @@ def _any_fits_nb(j, dl, dlen, cl, clen, cfg_cls, cfg_g, maxfree):
 def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, mj,
                  cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
                  cls_nodes, cls_rate, now, horizon_h, rho, alpha, beta, pi, max_iter, seed,
-                 out_node, out_cfg):
+                 out_node, out_cfg, scan=False):
     """Algorithm 1 of the paper with the assignment rules of spec 4.1 step 4 (c).
 
     A-A5 (a running job keeps its node when its configuration still fits there) is
@@ -339,8 +339,10 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
 
     Cost: everything is allocated once per call; an iteration costs O(jobs x G x words)
     (node buckets by free GPUs, :func:`_open_fit_nb`) while no GPU is held back for a
-    running job, which is every iteration when no running job is re-planned. Draws and
-    results are those of a scan of the class's nodes (``tests/baselines/andreas_ref.py``).
+    running job, which is every iteration when no running job is re-planned. ``scan=True``
+    does every binding step as a scan (and sort) of the class's nodes, without the
+    shortcuts (main's search before the buckets): the same draws and results, which
+    ``tests/baselines/test_andreas_kernel.py`` checks.
     """
     np.random.seed(seed)
     nj = base_order.shape[0]
@@ -447,7 +449,7 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
                 res_total -= cur_g[j]
                 if node_cls[c] == k and node_free[c] >= g:  # (i) stay (A-A5)
                     n = c
-            if n < 0 and not _any_fits_nb(j, dl, dlen, cl, clen, cfg_cls, cfg_g, maxfree):
+            if n < 0 and not scan and not _any_fits_nb(j, dl, dlen, cl, clen, cfg_cls, cfg_g, maxfree):
                 # no entry fits any node of its class, held-back GPUs or not: steps
                 # (ii)-(v) would fail, and a failed binding draws nothing
                 late = now + horizon_h + mj[j] - deadline[j]
@@ -459,10 +461,10 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
             # nothing held back the second pass would repeat the first (a failed pass
             # draws nothing), so it is skipped
             for pas in range(2):
-                if n >= 0 or (pas == 1 and res_total == 0):
+                if n >= 0 or (pas == 1 and res_total == 0 and not scan):
                     break
                 held = node_res if pas == 0 else zero
-                fast = pas == 1 or res_total == 0
+                fast = not scan and (pas == 1 or res_total == 0)
                 n = _bind_same_nb(j, e, cfg_cls, cfg_g, node_free, held, node_open, fast, ob, oc,
                                   ub, cls_start, cls_nodes, beta, rnd, scr, cls_free)
                 if n < 0:
