@@ -63,7 +63,7 @@ from baselines.andreas_parts import (
     config_table,
     current_configs,
     fits_node,
-    pinned_jobs,
+    pinned_mask,
     pinned_nodes,
     plan_decisions,
     relabel_nodes,
@@ -108,16 +108,23 @@ class AndreasRG:
         outside the model, f_OBJ)``."""
         seed = int(view.rng.integers(2**31 - 1))
         cl = self.classes
-        pinned = pinned_jobs(view, cl)
-        pin = set(pinned)
-        running = [j for j in view.running.tolist() if j not in pin]
+        run = np.asarray(view.running, dtype=np.int64)
+        node_r, cls_r, g_r = current_configs(view, cl, run)
+        bad = pinned_mask(view, run, node_r)
+        pinned = run[bad].tolist()
+        keep = ~bad
+        running = run[keep].tolist()
         queued = view.queue.tolist()
         cand = np.asarray(running + queued, dtype=np.int64)
         n_run = len(running)
-        tab = config_table(view, cl, cand)
+        n_q = len(queued)
+        cur = np.concatenate([node_r[keep], np.full(n_q, -1, dtype=np.int64)])
+        cur_cls = np.concatenate([cls_r[keep], np.full(n_q, -1, dtype=np.int64)])
+        cur_g = np.concatenate([g_r[keep], np.full(n_q, -1, dtype=np.int64)])
+        tab = config_table(view, cl, cand, (cur_cls, cur_g))
         has = (tab.dlen + tab.clen) > 0
-        outside = [int(j) for j, h in zip(cand[n_run:], has[n_run:]) if not h]
-        stuck = [int(j) for j, h in zip(cand[:n_run], has[:n_run]) if not h]
+        outside = cand[n_run:][~has[n_run:]].tolist()
+        stuck = cand[:n_run][~has[:n_run]].tolist()
         if stuck:  # running jobs with no configuration left (cannot happen for ANDREAS jobs)
             pinned += stuck
             running = [j for j in running if j not in set(stuck)]
@@ -127,8 +134,6 @@ class AndreasRG:
             return {}, running, outside, 0.0
         arrival = view.arrival[cand]
         base = rows[np.lexsort((cand[rows], arrival[rows], -tab.delta[rows]))]
-        cur, _, cur_g = current_configs(view, cl, cand)
-        cur[n_run:] = -1
         cur_g = np.maximum(cur_g, 0)
         out_node = np.empty(len(cand), dtype=np.int64)
         out_cfg = np.empty(len(cand), dtype=np.int64)
@@ -138,8 +143,9 @@ class AndreasRG:
                          first_c, cl.start, cl.nodes, cl.rate, float(view.now), self.round_length,
                          float(self.rho), float(self.alpha), float(self.beta), float(self.pi),
                          int(self.max_iter), seed, out_node, out_cfg)
-        targets = {int(cand[r]): (int(out_node[r]), int(tab.g[r, out_cfg[r]]))
-                   for r in base.tolist() if out_node[r] >= 0}
+        sel = base[out_node[base] >= 0]  # planned rows, in pressure order
+        targets = dict(zip(cand[sel].tolist(),
+                           zip(out_node[sel].tolist(), tab.g[sel, out_cfg[sel]].tolist())))
         current = {int(cand[r]): (int(cur[r]), int(cur_g[r])) for r in range(n_run) if cur[r] >= 0}
         return relabel_nodes(targets, current, cl, free), running, outside, float(f)
 

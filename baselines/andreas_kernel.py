@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["config_table_nb", "rg_search_nb", "swap_pass_nb"]
+__all__ = ["config_table_nb", "pinned_nodes_nb", "rg_search_nb", "swap_pass_nb"]
 
 
 @njit(cache=True)
@@ -94,6 +94,37 @@ def config_table_nb(remaining, rem_moved, tput, scale_exp, min_w, max_w, cpus, m
 
 
 @njit(cache=True)
+def pinned_nodes_nb(jobs, nworkers, worker_node, worker_gpu, t_left, of_node, rate, free,
+                    is_open, first_t, first_c):
+    """What the running ``jobs`` (in order) leave on each GPU node: ``free`` GPUs (minus
+    their GPUs there), ``is_open``, and the first-ending job's time ``first_t`` (its
+    ``t_left``) and cost ``first_c`` = t x ``rate[class, GPUs it uses there]`` (the
+    first job wins ties). Updates the arrays in place."""
+    for i in range(jobs.shape[0]):
+        j = jobs[i]
+        g = nworkers[j]
+        for s in range(g):
+            n = worker_node[j, s]
+            seen = False
+            for s2 in range(s):
+                seen = seen or worker_node[j, s2] == n
+            k = of_node[n]
+            if seen or k < 0:
+                continue
+            used = 0
+            for s2 in range(g):
+                if worker_node[j, s2] == n and worker_gpu[j, s2] >= 0:
+                    used += 1
+            free[n] -= used
+            is_open[n] = True
+            t = t_left[i]
+            if t < first_t[n]:
+                first_t[n] = t
+                first_c[n] = t * rate[k, min(used, rate.shape[1] - 1)]
+    return 0
+
+
+@njit(cache=True)
 def swap_pass_nb(order, weight, pi):
     """One randomised pass over adjacent pairs from the head (A-A2): swap (i, i+1) with
     probability 0.5 - pi if w_i > w_{i+1}, 0.5 + pi if w_i < w_{i+1}, else 0.5 (heavier
@@ -117,48 +148,116 @@ def _pick_nb(n, frac, randomised):
     return np.random.randint(0, top)
 
 
-@njit(cache=True)
-def _open_fit_nb(k, g, node_free, node_res, open_list, open_cnt, beta, randomised, scr, cls_free):
-    """Best-fit open node of class k (``open_list[k, :open_cnt[k]]``) with >= g free GPUs in
-    the plan beyond ``node_res`` (fewest left, lowest index on ties); randomised: uniform
-    among the first max(1, round(beta x count)). ``cls_free[k]`` (free GPUs of the class)
-    rejects in O(1)."""
+# ---- node buckets: the nodes of class k with f free GPUs in the plan, open or unused, as
+# bitsets over the class's node positions (ascending node index), so that the binding
+# steps cost O(G x words) instead of a scan (and a sort) of the class's nodes.
+
+_DEBRUIJN = np.array([0, 1, 48, 2, 57, 49, 28, 3, 61, 58, 50, 42, 38, 29, 17, 4, 62, 55, 59, 36,
+                      53, 51, 43, 22, 45, 39, 33, 30, 24, 18, 12, 5, 63, 47, 56, 27, 60, 41, 37,
+                      16, 54, 35, 52, 21, 44, 32, 23, 11, 46, 26, 40, 15, 34, 20, 31, 10, 25, 14,
+                      19, 9, 13, 8, 7, 6], dtype=np.int64)
+
+
+@njit(cache=True, inline="always")
+def _low_bit_nb(x):
+    """Position of the lowest set bit of the non-zero uint64 x (de Bruijn)."""
+    lsb = x & (~x + np.uint64(1))
+    return _DEBRUIJN[(lsb * np.uint64(0x03F79D71B4CB0A89)) >> np.uint64(58)]
+
+
+@njit(cache=True, inline="always")
+def _bucket_low_nb(bits, k, f):
+    """Lowest node position in bucket (k, f), or -1 when empty."""
+    for w in range(bits.shape[2]):
+        x = bits[k, f, w]
+        if x != np.uint64(0):
+            return w * 64 + _low_bit_nb(x)
+    return -1
+
+
+@njit(cache=True, inline="always")
+def _bucket_nth_nb(bits, k, f, r):
+    """Position of the r-th (0-based) node of the non-empty bucket (k, f) in ascending order."""
+    for w in range(bits.shape[2]):
+        x = bits[k, f, w]
+        while x != np.uint64(0):
+            if r == 0:
+                return w * 64 + _low_bit_nb(x)
+            x &= x - np.uint64(1)
+            r -= 1
+    return -1
+
+
+@njit(cache=True, inline="always")
+def _bucket_flip_nb(bits, cnt, k, f, p, on):
+    """Add (``on``) or remove node position p to / from bucket (k, f)."""
+    w = p >> 6
+    b = np.uint64(1) << np.uint64(p & 63)
+    if on:
+        bits[k, f, w] |= b
+        cnt[k, f] += 1
+    else:
+        bits[k, f, w] &= ~b
+        cnt[k, f] -= 1
+
+
+@njit(cache=True, inline="always")
+def _open_fit_nb(k, g, node_free, node_res, node_open, fast, ob, oc, cls_start, cls_nodes,
+                 beta, randomised, scr, cls_free):
+    """Best-fit open node of class k with >= g free GPUs in the plan beyond ``node_res``
+    (fewest left, lowest index on ties); randomised: uniform among the first
+    max(1, round(beta x count)) in that order. ``cls_free[k]`` (free GPUs of the class)
+    rejects in O(1); with ``fast`` (nothing held back) the open buckets ``ob`` / ``oc``
+    answer, otherwise the class's nodes are scanned."""
     if cls_free[k] < g:
         return -1
+    gm = oc.shape[1] - 1
+    if fast:
+        c = 0
+        for f in range(g, gm + 1):
+            c += oc[k, f]
+        if c == 0:
+            return -1
+        top = 1 if not randomised or c <= 1 else max(1, int(np.round(beta * c)))
+        r = 0 if top == 1 else np.random.randint(0, top)
+        for f in range(g, gm + 1):
+            if r < oc[k, f]:
+                return cls_nodes[cls_start[k] + _bucket_nth_nb(ob, k, f, r)]
+            r -= oc[k, f]
+        return -1
     c = 0
-    for p in range(open_cnt[k]):
-        n = open_list[k, p]
-        if node_free[n] - node_res[n] >= g:
+    for p in range(cls_start[k], cls_start[k + 1]):
+        n = cls_nodes[p]
+        if node_open[n] and node_free[n] - node_res[n] >= g:
             scr[c] = n
             c += 1
     if c == 0:
         return -1
     top = 1 if not randomised or c <= 1 else max(1, int(np.round(beta * c)))
-    if top == 1:  # the best fit: fewest GPUs left, lowest index on ties
-        b = scr[0]
-        for a in range(1, c):
-            x = scr[a]
-            if node_free[x] < node_free[b] or (node_free[x] == node_free[b] and x < b):
-                b = x
-        return b
-    # order the candidates by (free, node) ascending (insertion sort) and draw among the top
+    # order the candidates by (free, node) ascending (insertion sort; ascending nodes already)
     for a in range(1, c):
         x = scr[a]
         b = a
-        while b > 0 and (node_free[scr[b - 1]] > node_free[x]
-                         or (node_free[scr[b - 1]] == node_free[x] and scr[b - 1] > x)):
+        while b > 0 and node_free[scr[b - 1]] > node_free[x]:
             scr[b] = scr[b - 1]
             b -= 1
         scr[b] = x
-    return scr[np.random.randint(0, top)]
+    return scr[0] if top == 1 else scr[np.random.randint(0, top)]
 
 
-@njit(cache=True)
-def _unused_nb(k, g, node_free, node_res, node_open, cls_start, cls_nodes, cls_free):
+@njit(cache=True, inline="always")
+def _unused_nb(k, g, node_free, node_res, node_open, fast, ub, cls_start, cls_nodes, cls_free):
     """Lowest-index unused (not open) node of class k with >= g free GPUs beyond
-    ``node_res``, or -1."""
+    ``node_res``, or -1 (``fast``: from the unused buckets ``ub``)."""
     if cls_free[k] < g:
         return -1
+    if fast:
+        best = -1
+        for f in range(g, ub.shape[1]):
+            p = _bucket_low_nb(ub, k, f)
+            if p >= 0 and (best < 0 or p < best):
+                best = p
+        return -1 if best < 0 else cls_nodes[cls_start[k] + best]
     for p in range(cls_start[k], cls_start[k + 1]):
         n = cls_nodes[p]
         if not node_open[n] and node_free[n] - node_res[n] >= g:
@@ -167,21 +266,22 @@ def _unused_nb(k, g, node_free, node_res, node_open, cls_start, cls_nodes, cls_f
 
 
 @njit(cache=True)
-def _bind_same_nb(j, e, cfg_cls, cfg_g, node_free, node_res, node_open, cls_start, cls_nodes,
-                  open_list, open_cnt, beta, rnd, scr, cls_free):
+def _bind_same_nb(j, e, cfg_cls, cfg_g, node_free, node_res, node_open, fast, ob, oc, ub,
+                  cls_start, cls_nodes, beta, rnd, scr, cls_free):
     """Steps (ii) an open node of the class, best fit, (iii) the lowest-index unused node of
     the class, for entry e of job row j; the node or -1. ``node_res`` holds GPUs back."""
     k = cfg_cls[j, e]
     g = cfg_g[j, e]
-    n = _open_fit_nb(k, g, node_free, node_res, open_list, open_cnt, beta, rnd, scr, cls_free)
+    n = _open_fit_nb(k, g, node_free, node_res, node_open, fast, ob, oc, cls_start, cls_nodes,
+                     beta, rnd, scr, cls_free)
     if n >= 0:
         return n
-    return _unused_nb(k, g, node_free, node_res, node_open, cls_start, cls_nodes, cls_free)
+    return _unused_nb(k, g, node_free, node_res, node_open, fast, ub, cls_start, cls_nodes, cls_free)
 
 
 @njit(cache=True)
 def _bind_other_nb(j, e, cfg_cls, cfg_g, dl, dlen, cl, clen, node_free, node_res, node_open,
-                   cls_start, cls_nodes, open_list, open_cnt, scr, cls_free):
+                   fast, ob, oc, ub, cls_start, cls_nodes, scr, cls_free):
     """Steps (iv) ASSIGN_TO_SUBOPTIMAL (the other entries, D* by cost then D*^C by time, on
     open nodes, best fit) and (v) (A-A4: the first entry fitting an unused node of any
     class); returns (node, entry) or (-1, e)."""
@@ -189,24 +289,35 @@ def _bind_other_nb(j, e, cfg_cls, cfg_g, dl, dlen, cl, clen, node_free, node_res
         e2 = dl[j, s] if s < dlen[j] else cl[j, s - dlen[j]]
         if e2 == e:
             continue
-        n = _open_fit_nb(cfg_cls[j, e2], cfg_g[j, e2], node_free, node_res, open_list, open_cnt,
-                         0.0, False, scr, cls_free)
+        n = _open_fit_nb(cfg_cls[j, e2], cfg_g[j, e2], node_free, node_res, node_open, fast, ob,
+                         oc, cls_start, cls_nodes, 0.0, False, scr, cls_free)
         if n >= 0:
             return n, e2
     for s in range(dlen[j] + clen[j]):
         e2 = dl[j, s] if s < dlen[j] else cl[j, s - dlen[j]]
-        n = _unused_nb(cfg_cls[j, e2], cfg_g[j, e2], node_free, node_res, node_open, cls_start,
-                       cls_nodes, cls_free)
+        n = _unused_nb(cfg_cls[j, e2], cfg_g[j, e2], node_free, node_res, node_open, fast, ub,
+                       cls_start, cls_nodes, cls_free)
         if n >= 0:
             return n, e2
     return -1, e
+
+
+@njit(cache=True, inline="always")
+def _any_fits_nb(j, dl, dlen, cl, clen, cfg_cls, cfg_g, maxfree):
+    """Whether some entry (class k, g) of job row j has a node with >= g free GPUs
+    (``maxfree[k]``: the most free GPUs on one node of class k in the plan)."""
+    for s in range(dlen[j] + clen[j]):
+        e = dl[j, s] if s < dlen[j] else cl[j, s - dlen[j]]
+        if maxfree[cfg_cls[j, e]] >= cfg_g[j, e]:
+            return True
+    return False
 
 
 @njit(cache=True)
 def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, mj,
                  cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
                  cls_nodes, cls_rate, now, horizon_h, rho, alpha, beta, pi, max_iter, seed,
-                 out_node, out_cfg):
+                 out_node, out_cfg, scan=False):
     """Algorithm 1 of the paper with the assignment rules of spec 4.1 step 4 (c).
 
     A-A5 (a running job keeps its node when its configuration still fits there) is
@@ -225,11 +336,19 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
     ``base_order`` holds row indices of the job arrays (rows not in it stay -1). Writes
     the best plan (``out_node[i]`` = node or -1 postponed, ``out_cfg[i]`` = entry of row
     i's configurations) and returns its f_OBJ (EUR).
+
+    Cost: everything is allocated once per call; an iteration costs O(jobs x G x words)
+    (node buckets by free GPUs, :func:`_open_fit_nb`) while no GPU is held back for a
+    running job, which is every iteration when no running job is re-planned. ``scan=True``
+    does every binding step as a scan (and sort) of the class's nodes, without the
+    shortcuts (main's search before the buckets): the same draws and results, which
+    ``tests/baselines/test_andreas_kernel.py`` checks.
     """
     np.random.seed(seed)
     nj = base_order.shape[0]
     nrow = out_node.shape[0]
     nn = node_cls.shape[0]
+    nk = cls_start.shape[0] - 1
     order = np.empty(nj, dtype=np.int64)
     node_free = np.empty(nn, dtype=np.int64)
     node_open = np.empty(nn, dtype=np.bool_)
@@ -238,26 +357,51 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
     plan_node = np.full(nrow, -1, dtype=np.int64)
     plan_cfg = np.full(nrow, -1, dtype=np.int64)
     scr = np.empty(nn, dtype=np.int64)
-    node_res = np.zeros(nn, dtype=np.int64)
+    res0 = np.zeros(nn, dtype=np.int64)
+    node_res = np.empty(nn, dtype=np.int64)
     zero = np.zeros(nn, dtype=np.int64)
-    nk = cls_start.shape[0] - 1
+    res_total0 = 0
+    for q in range(nj):
+        c = cur_node[base_order[q]]
+        if c >= 0:
+            res0[c] += cur_g[base_order[q]]
+            res_total0 += cur_g[base_order[q]]
     cls_free0 = np.zeros(nk, dtype=np.int64)
+    gm = 0
     for n in range(nn):
         if node_cls[n] >= 0:
             cls_free0[node_cls[n]] += node_free0[n]
+            gm = max(gm, node_free0[n])
     cls_free = np.empty(nk, dtype=np.int64)
     width = 1
     for k in range(nk):
         width = max(width, cls_start[k + 1] - cls_start[k])
-    open_list = np.empty((nk, width), dtype=np.int64)
-    open_cnt0 = np.zeros(nk, dtype=np.int64)
-    for p in range(cls_nodes.shape[0]):  # nodes open from the start (pinned jobs), ascending
-        n = cls_nodes[p]
-        if node_open0[n]:
-            k = node_cls[n]
-            open_list[k, open_cnt0[k]] = n
-            open_cnt0[k] += 1
-    open_cnt = np.empty(nk, dtype=np.int64)
+    nw = (width + 63) // 64
+    pos = np.zeros(nn, dtype=np.int64)
+    ob0 = np.zeros((nk, gm + 1, nw), dtype=np.uint64)
+    oc0 = np.zeros((nk, gm + 1), dtype=np.int64)
+    ub0 = np.zeros((nk, gm + 1, nw), dtype=np.uint64)
+    uc0 = np.zeros((nk, gm + 1), dtype=np.int64)
+    for k in range(nk):
+        for p in range(cls_start[k], cls_start[k + 1]):
+            n = cls_nodes[p]
+            pos[n] = p - cls_start[k]
+            if node_open0[n]:
+                _bucket_flip_nb(ob0, oc0, k, node_free0[n], pos[n], True)
+            else:
+                _bucket_flip_nb(ub0, uc0, k, node_free0[n], pos[n], True)
+    maxfree0 = np.zeros(nk, dtype=np.int64)  # most free GPUs on one node of the class
+    for n in range(nn):
+        if node_cls[n] >= 0:
+            maxfree0[node_cls[n]] = max(maxfree0[node_cls[n]], node_free0[n])
+    maxfree = np.empty(nk, dtype=np.int64)
+    ob = np.empty_like(ob0)
+    oc = np.empty_like(oc0)
+    ub = np.empty_like(ub0)
+    uc = np.empty_like(uc0)
+    free_total0 = 0
+    for n in range(nn):
+        free_total0 += node_free0[n]
     best = np.inf
     for i in range(nrow):
         out_node[i] = -1
@@ -269,19 +413,18 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
             swap_pass_nb(order, weight, pi)
         node_free[:] = node_free0
         node_open[:] = node_open0
-        node_res[:] = 0
+        node_res[:] = res0
+        res_total = res_total0
         cls_free[:] = cls_free0
-        open_cnt[:] = open_cnt0
-        for q in range(nj):
-            c = cur_node[base_order[q]]
-            if c >= 0:
-                node_res[c] += cur_g[base_order[q]]
+        maxfree[:] = maxfree0
+        ob[:] = ob0
+        oc[:] = oc0
+        ub[:] = ub0
+        uc[:] = uc0
         first_t[:] = first_t0
         first_c[:] = first_c0
         f = 0.0
-        free_total = 0
-        for n in range(nn):
-            free_total += node_free[n]
+        free_total = free_total0
         for q in range(nj):
             j = order[q]
             plan_node[j] = -1
@@ -303,20 +446,31 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
             c = cur_node[j]
             if c >= 0:
                 node_res[c] -= cur_g[j]  # its turn: the job's own GPUs are no longer held back
+                res_total -= cur_g[j]
                 if node_cls[c] == k and node_free[c] >= g:  # (i) stay (A-A5)
                     n = c
+            if n < 0 and not scan and not _any_fits_nb(j, dl, dlen, cl, clen, cfg_cls, cfg_g, maxfree):
+                # no entry fits any node of its class, held-back GPUs or not: steps
+                # (ii)-(v) would fail, and a failed binding draws nothing
+                late = now + horizon_h + mj[j] - deadline[j]
+                if late > 0.0:
+                    f += rho * weight[j] * late
+                continue
             # (ii)-(v) first on GPUs not held back for running jobs still to come, then
-            # (ii)-(v) again on every free GPU (a running job may be displaced)
+            # (ii)-(v) again on every free GPU (a running job may be displaced); with
+            # nothing held back the second pass would repeat the first (a failed pass
+            # draws nothing), so it is skipped
             for pas in range(2):
-                if n >= 0:
+                if n >= 0 or (pas == 1 and res_total == 0 and not scan):
                     break
                 held = node_res if pas == 0 else zero
-                n = _bind_same_nb(j, e, cfg_cls, cfg_g, node_free, held, node_open, cls_start,
-                                  cls_nodes, open_list, open_cnt, beta, rnd, scr, cls_free)
+                fast = not scan and (pas == 1 or res_total == 0)
+                n = _bind_same_nb(j, e, cfg_cls, cfg_g, node_free, held, node_open, fast, ob, oc,
+                                  ub, cls_start, cls_nodes, beta, rnd, scr, cls_free)
                 if n < 0:
                     n, e = _bind_other_nb(j, e, cfg_cls, cfg_g, dl, dlen, cl, clen, node_free,
-                                          held, node_open, cls_start, cls_nodes, open_list,
-                                          open_cnt, scr, cls_free)
+                                          held, node_open, fast, ob, oc, ub, cls_start,
+                                          cls_nodes, scr, cls_free)
             if n < 0:  # (vi) postpone
                 late = now + horizon_h + mj[j] - deadline[j]
                 if late > 0.0:
@@ -324,22 +478,26 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
                 continue
             g = cfg_g[j, e]
             t = cfg_t[j, e]
+            k = node_cls[n]
             plan_node[j] = n
             plan_cfg[j] = e
+            if node_open[n]:
+                _bucket_flip_nb(ob, oc, k, node_free[n], pos[n], False)
+            else:
+                _bucket_flip_nb(ub, uc, k, node_free[n], pos[n], False)
             node_free[n] -= g
-            cls_free[node_cls[n]] -= g
+            _bucket_flip_nb(ob, oc, k, node_free[n], pos[n], True)
+            cls_free[k] -= g
             free_total -= g
-            if not node_open[n]:
-                k = node_cls[n]
-                open_list[k, open_cnt[k]] = n
-                open_cnt[k] += 1
+            while maxfree[k] > 0 and oc[k, maxfree[k]] + uc[k, maxfree[k]] == 0:
+                maxfree[k] -= 1
             node_open[n] = True
             late = now + t - deadline[j]
             if late > 0.0:
                 f += weight[j] * late
             if t < first_t[n]:
                 first_t[n] = t
-                first_c[n] = t * cls_rate[node_cls[n], g]
+                first_c[n] = t * cls_rate[k, g]
         for n in range(nn):
             if node_open[n] and first_t[n] < np.inf:
                 f += first_c[n]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from baselines.andreas_kernel import config_table_nb
+from baselines.andreas_kernel import config_table_nb, pinned_nodes_nb
 from hetgym.decisions import Decision, Move, Placement, Preempt, Start
 from hetgym.sim.codes import GRACE, RUNNING
 
@@ -32,6 +32,7 @@ __all__ = [
     "eur_per_joule",
     "fits_node",
     "pinned_jobs",
+    "pinned_mask",
     "pinned_nodes",
     "plan_decisions",
     "start_outside_model",
@@ -129,12 +130,17 @@ def current_configs(view, classes: NodeClasses, jobs: np.ndarray) -> tuple[np.nd
             np.where(ok, g, -1).astype(np.int64))
 
 
-def config_table(view, classes: NodeClasses, jobs: np.ndarray) -> ConfigTable:
-    """The configuration table of ``jobs`` now (module docstring; spec 4.1 steps 1-3)."""
+def config_table(view, classes: NodeClasses, jobs: np.ndarray,
+                 current: tuple[np.ndarray, np.ndarray] | None = None) -> ConfigTable:
+    """The configuration table of ``jobs`` now (module docstring; spec 4.1 steps 1-3).
+    ``current``: the jobs' (class, g) from :func:`current_configs`, if already known."""
     jobs = np.ascontiguousarray(jobs, dtype=np.int64)
     nj = len(jobs)
     kmax = max(1, int(classes.gpus.sum()))
-    _, cur_cls, cur_g = current_configs(view, classes, jobs)
+    if current is None:
+        _, cur_cls, cur_g = current_configs(view, classes, jobs)
+    else:
+        cur_cls, cur_g = current
     ran = ~np.isnan(view.first_start[jobs])
     delay = np.where(ran, float(view.options.restart_delay), 0.0)
     out = ConfigTable(jobs=jobs, cls=np.zeros((nj, kmax), np.int64), g=np.zeros((nj, kmax), np.int64),
@@ -175,38 +181,36 @@ def pinned_jobs(view, classes: NodeClasses) -> list[int]:
     """Running jobs a plan keeps where they are: in a grace period, with a grace period
     (a preemption would not free their GPUs now), at the preemption limit, or placed
     outside ANDREAS' model (across nodes, on a CPU node)."""
-    limit = view.max_preemptions
     run = np.asarray(view.running, dtype=np.int64)
     node, _, _ = current_configs(view, classes, run)
+    return run[pinned_mask(view, run, node)].tolist()
+
+
+def pinned_mask(view, run: np.ndarray, node: np.ndarray) -> np.ndarray:
+    """Which of the running jobs ``run`` (their ``node`` from :func:`current_configs`) a
+    plan keeps where they are (:func:`pinned_jobs`)."""
     bad = (np.asarray(view.status[run]) == GRACE) | (view.grace[run] > 0) | (node < 0)
-    if limit is not None:
-        bad |= view.n_preempt[run] >= limit
-    return run[bad].tolist()
+    if view.max_preemptions is not None:
+        bad |= view.n_preempt[run] >= view.max_preemptions
+    return bad
 
 
 def pinned_nodes(view, classes: NodeClasses, pinned: list[int]):
-    """Per node: free GPUs, open flag and first-ending (time, EUR) left by pinned jobs."""
+    """Per node: free GPUs, open flag and first-ending (time, EUR) left by pinned jobs
+    (:func:`~baselines.andreas_kernel.pinned_nodes_nb`)."""
     n_nodes = len(view.node_device)
     free = np.asarray(view.node_gpus, dtype=np.int64).copy()
     is_open = np.zeros(n_nodes, dtype=np.bool_)
     first_t = np.full(n_nodes, np.inf)
     first_c = np.zeros(n_nodes)
     now = float(view.now)
-    for j in pinned:
-        g = int(view.nworkers[j])
-        nodes = view.worker_node[j, :g].tolist()
-        gpus = view.worker_gpu[j, :g].tolist()
-        for n in set(nodes):
-            k = int(classes.of_node[n])
-            if k < 0:
-                continue
-            used = sum(1 for m, q in zip(nodes, gpus) if m == n and q >= 0)
-            free[n] -= used
-            is_open[n] = True
-            t = float(view.expected_finish(j)) - now
-            if t < first_t[n]:
-                first_t[n] = t
-                first_c[n] = t * classes.rate[k, min(used, classes.rate.shape[1] - 1)]
+    jobs = np.asarray(pinned, dtype=np.int64)
+    sim = getattr(view, "simulator", None)  # the projected ends in one read (= expected_finish)
+    fin = (sim.js.finish[jobs] if sim is not None
+           else np.array([view.expected_finish(j) for j in pinned], dtype=np.float64))
+    t_left = np.asarray(fin, dtype=np.float64) - now
+    pinned_nodes_nb(jobs, view.nworkers, view.worker_node, view.worker_gpu, t_left,
+                    classes.of_node, classes.rate, free, is_open, first_t, first_c)
     return free, is_open, first_t, first_c
 
 
@@ -236,6 +240,8 @@ def relabel_nodes(targets: dict[int, tuple[int, int]], current: dict[int, tuple[
     first; ties: the bin's own node, then lower indices); the other bins keep their node
     when it is still free, else take the lowest free node of the class that holds them.
     """
+    if not current:  # every bin keeps its own node (it fits there: the plan put it there)
+        return dict(targets)
     bins: dict[int, list[int]] = {}
     for j, (n, _) in targets.items():
         bins.setdefault(n, []).append(j)
@@ -296,10 +302,20 @@ def plan_decisions(view, cap, targets: dict[int, tuple[int, int]], replan: list[
     for j in movers:
         cap.give(j)
     placements: dict[int, Placement] = {}
-    for j, (n, g) in targets.items():
+    # whether each target fits its node before any start (capacity only shrinks below, so
+    # a job that does not fit now does not fit later): one vectorised test for the many
+    # planned jobs whose cores or memory do not fit
+    tj = np.fromiter(targets.keys(), dtype=np.int64, count=len(targets))
+    tn = np.fromiter((v[0] for v in targets.values()), dtype=np.int64, count=len(targets))
+    tg = np.fromiter((v[1] for v in targets.values()), dtype=np.int64, count=len(targets))
+    td = np.asarray(view.node_device)[tn]
+    may = ((np.asarray(cap.free_gpus)[tn] >= tg)
+           & (tg * view.cpus_need[tj, td] <= np.asarray(cap.free_cpus)[tn] + EPS)
+           & (tg * view.mem[tj] <= np.asarray(cap.free_mem)[tn] + EPS)).tolist()
+    for i, (j, (n, g)) in enumerate(targets.items()):
         if j in keep:
             continue
-        if fits_node(view, cap, j, n, g):
+        if may[i] and fits_node(view, cap, j, n, g):
             placements[j] = take_gpus(view, cap, j, n, g)
         elif j in movers:
             preempts.append(Preempt(j))
