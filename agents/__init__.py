@@ -9,6 +9,10 @@ Importing ``agents`` does not import torch; the training modules do.
 * :mod:`agents.sb3`, :mod:`agents.callbacks`, :mod:`agents.training`: MaskablePPO / PPO
   training (``scripts/train.py``).
 * :mod:`agents.bc`: behaviour cloning from a baseline.
+* :mod:`agents.rollout`, :mod:`agents.dagger`: a rollout teacher (one-step lookahead on env
+  copies over a base policy) and DAgger distillation of it (``scripts/dagger.py``).
+* :mod:`agents.residual`: a gated residual policy, a baseline's own run left only where a
+  network predicts a better action (``scripts/residual.py``).
 * :mod:`agents.evaluation`: agents and baselines on the same held-out windows.
 * :mod:`agents.heldout`: train / validation / test splits per trace family (no shared jobs).
 * :mod:`agents.pretrained`: the shipped models, :func:`pretrained_names` and
