@@ -3,7 +3,8 @@
 Stages (each writes into ``out_dir``):
 
 1. **data**: the rollout teacher over the base's own run on ``train_windows`` windows of the
-   family's *training* rows (spread evenly over them), in ``workers`` processes ->
+   family's *training* rows (spread evenly over them; ``first_windows=K`` keeps the first K
+   of them, in train-row order), in ``workers`` processes ->
    ``data.npz`` (per state: observation, mask, base's starts, every candidate's relative
    advantage) and ``data.json`` (per window: teacher, base, states, deviations, CPU s);
    an existing ``data.npz`` is reused unless ``regen=true``;
@@ -88,6 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         wj, n_w = int(env_config.n_jobs or 64), int(cfg.train_windows)
         starts = np.round(np.linspace(0, sp.bounds[1] - wj, n_w)).astype(np.int64).tolist()
+        starts = starts[:int(cfg.get("first_windows") or n_w)]
         wins = [window_scenario(sp.base, np.arange(s, s + wj)) for s in starts]
         t0 = time.monotonic()
         data, infos = R.generate(wins, env_config, rcfg, act=str(cfg.act), workers=int(cfg.workers))
