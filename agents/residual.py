@@ -166,16 +166,9 @@ def copy_sim(sim: Simulator, sched: Any) -> tuple[Simulator, Any]:
 
 def _finish(sim: Simulator, sched: Any, metric: str, decide_now: bool) -> float:
     from agents.rollout import finish_sim
-    from hetgym.metrics import summarize
 
-    if decide_now:
-        m = finish_sim(sim, sched)
-    else:  # wait: no decisions at this instant, the base from the next event on
-        while sim.advance():
-            if sim.n_queue:
-                sim.apply(sched.decide(sim.view) or [])
-        m = summarize(sim)
-    v = float(m[metric])
+    # decide_now False is "wait": no decisions at this instant, the base from the next event on
+    v = float(finish_sim(sim, sched, decide_now)[metric])
     return v if math.isfinite(v) else math.inf
 
 

@@ -171,10 +171,11 @@ def finish(env: HetClusterEnv, actor: Any, obs: np.ndarray,
             return info["episode_metrics"]
 
 
-def finish_sim(sim: Any, sched: Any) -> dict[str, float]:
+def finish_sim(sim: Any, sched: Any, decide_now: bool = True) -> dict[str, float]:
     """Run ``sim`` (in place) to its end with scheduler ``sched`` as :func:`hetgym.simulate`
-    does from here: ``decide`` now, then at every later instant at which a job waits
-    (schedulers without rounds, timers or ``call_when_queue_empty``; the metrics of
+    does from here: ``decide`` now (unless ``decide_now`` is False: nothing more starts at
+    this instant), then at every later instant at which a job waits (schedulers without
+    rounds, timers or ``call_when_queue_empty``; the metrics of
     :func:`hetgym.metrics.summarize`)."""
     from hetgym.metrics import summarize
 
@@ -183,7 +184,7 @@ def finish_sim(sim: Any, sched: Any) -> dict[str, float]:
         raise ValueError(f"finish_sim: {type(sched).__name__} needs rounds, timers or calls "
                          "with an empty queue; use the env finisher (mode='env')")
     view = sim.view
-    if sim.n_queue:
+    if decide_now and sim.n_queue:
         sim.apply(sched.decide(view) or [])
     while sim.advance():
         if sim.n_queue:
