@@ -96,17 +96,20 @@ def bench_env(n_steps: int, seed: int = 0) -> dict[str, float]:
 def vec_rate(vec, seconds: float, act, warmup: int = 20) -> dict[str, float]:
     """Aggregate steps per second of a vector env (``vec.num_envs`` envs) stepped with
     ``act(vec) -> actions`` for ``seconds`` (after ``warmup`` steps and ``reset(seed=0)``);
-    autoreset included. The timing loop of this script and of bench_decision_vec.py."""
-    vec.reset(seed=0)
+    autoreset included. Each step's outputs are held until the next step returns, as in a
+    user's ``obs, rew, term, trunc, info = vec.step(a)`` loop (the batched env then keeps a
+    finished episode's simulator for its unread ``episode_metrics``). The timing loop of this script and of bench_decision_vec.py."""
+    out = vec.reset(seed=0)
     for _ in range(warmup):  # compile, first episodes
-        vec.step(act(vec))
+        out = vec.step(act(vec))
     n = vec.num_envs
     steps = 0
     t = _clock()
     while _clock() - t < seconds:
         for _ in range(10):
-            vec.step(act(vec))
+            out = vec.step(act(vec))  # held until the next step returns, as a user's loop does
         steps += 10 * n
+    del out
     wall = _clock() - t
     return {"n_envs": n, "steps": steps, "wall_s": wall, "steps_per_s": steps / wall}
 

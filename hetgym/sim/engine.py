@@ -98,7 +98,7 @@ class Simulator:
         self.jobs, self.nodes = self.params.jobs, self.params.nodes
         self.js, self.ns = self.state.job, self.state.node
         self.node_names = node_names(scenario)
-        self.rng = np.random.default_rng(seed)
+        self._rng: np.random.Generator | None = None  # made on first use (see rng)
         self.seed = seed
         self.policy = self.params.opts.policy
         self.n_jobs = len(self.jobs.arrival)
@@ -132,12 +132,24 @@ class Simulator:
         refilled (by :meth:`reset_window`, or the batched env's compiled reset): rows, run
         seed and generator, counters, and a new view ``view_cls(self)``."""
         self.rows = rows
-        self.rng = np.random.default_rng(seed)
+        self._rng = None
         self.seed = seed
         self.decision_points = 0
         self.stalled = False
         self.last_done = np.empty(0, dtype=np.int64)
         self.view = view_cls(self)
+
+    @property
+    def rng(self) -> np.random.Generator:
+        """The run's generator, ``np.random.default_rng(seed)``, made on first use (a new
+        window of the batched env does not pay for one that its kernels never draw from)."""
+        if self._rng is None:
+            self._rng = np.random.default_rng(self.seed)
+        return self._rng
+
+    @rng.setter
+    def rng(self, value: np.random.Generator) -> None:
+        self._rng = value
 
     def _bind(self) -> None:
         """Build the kernels' structref mirror of the state (:mod:`hetgym.sim.mirror`) and
