@@ -20,8 +20,9 @@ the sub-env's own code.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from time import perf_counter
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
@@ -45,8 +46,8 @@ from hetgym.envs.hetcluster import HetClusterEnv
 from hetgym.envs.lazy_metrics import EpisodeMetrics, MetricsLedger
 from hetgym.envs.refill import Refiller
 from hetgym.envs.reward import TERMS
-from hetgym.sim.engine import InvariantError
 from hetgym.sim.dispatch import entry
+from hetgym.sim.engine import InvariantError
 
 __all__ = ["HetClusterVecEnv"]
 
