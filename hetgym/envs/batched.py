@@ -108,6 +108,7 @@ class HetClusterVecEnv(VectorEnv):
         self._acts = np.zeros(n, dtype=np.int64)
         self._max_steps = int(e0.max_steps)
         self._list: Any = None
+        self._setters: list[Any] = [None] * n  # see _setter
         import numba
 
         threads = numba.config.NUMBA_NUM_THREADS > 1 and n >= 2
@@ -135,10 +136,21 @@ class HetClusterVecEnv(VectorEnv):
         env._args()  # rebinds the env's kernels if its state was replaced
         item = self._entry(env)
         if any(a is not b for a, b in zip(item, self._slots[i])):
-            # the entry point, not the dispatcher: typing the item's NamedTuples of arrays
-            # on every call cost some 2 ms, once per episode where the env swaps simulators
-            entry(set_batch_nb, self._list, i, item)(self._list, i, item)
+            self._setter(i, item)(self._list, i, item)
             self._slots[i] = item
+
+    def _setter(self, i: int, item: tuple) -> Any:
+        """``set_batch_nb``'s entry point for ``item`` in slot ``i``: the dispatcher typed the
+        item's NamedTuples of arrays on every call (some 2 ms, once an episode where the
+        env swaps simulators); resolved again only when the item's structref types or its
+        env's parameter and state tuples are other objects than last time."""
+        key = (item[0]._type, item[1]._type, item[2], item[3])
+        last = self._setters[i]
+        if last is not None and all(a is b for a, b in zip(key, last[0])):
+            return last[1]
+        fn = entry(set_batch_nb, self._list, i, item)
+        self._setters[i] = (key, fn)
+        return fn
 
     def _row(self, i: int) -> None:
         """Outputs of sub-env ``i`` after its action was carried out (compiled, one row)."""
