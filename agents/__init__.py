@@ -15,8 +15,8 @@ Importing ``agents`` does not import torch; the training modules do.
   network predicts a better action (``scripts/residual.py``).
 * :mod:`agents.evaluation`: agents and baselines on the same held-out windows.
 * :mod:`agents.heldout`: train / validation / test splits per trace family (no shared jobs).
-* :mod:`agents.pretrained`: the shipped models, :func:`pretrained_names` and
-  :func:`load_pretrained` (a scheduler for ``hetgym.simulate``).
+* :mod:`agents.pretrained`: the shipped models (MaskablePPO or residual policies),
+  :func:`pretrained_names` and :func:`load_pretrained` (a scheduler for ``hetgym.simulate``).
 """
 
 from __future__ import annotations

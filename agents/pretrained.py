@@ -1,10 +1,19 @@
 """Pretrained models shipped in the package, run like any baseline.
 
-Each model is ``agents/pretrained/<name>.zip`` (a Stable-Baselines3 model, policy
-weights only) beside ``<name>.json``, its card: the scenario family it was trained on,
-the cluster's device types, the env arguments, how it was trained (command, steps,
-wall time, machine and its load) and its held-out results (docs/agents.md). The name is
-the scenario family's::
+Each model is a model file in ``agents/pretrained/`` beside ``<name>.json``, its card:
+the scenario family it was trained on, the cluster's device types, the env arguments,
+how it was trained (command, steps, wall time, machine and its load) and its held-out
+results (docs/agents.md). The card's ``algo`` says which kind of model it is
+(:data:`MODEL_SUFFIX`):
+
+* ``maskable_ppo`` (or ``ppo``): ``<name>.zip``, a Stable-Baselines3 model (policy
+  weights only), run by :class:`PretrainedScheduler` (an
+  :class:`~agents.adapter.AgentScheduler`);
+* ``residual``: ``<name>.pt``, a gated residual policy over a baseline
+  (:mod:`agents.residual`, loaded by :func:`agents.residual.load_residual`; the card's
+  ``tau`` is the gate), run by :class:`PretrainedResidualScheduler`.
+
+The name is the scenario family's::
 
     import agents, hetgym
     agents.pretrained_names()                 # ['fitgpp-lab', 'google-hybrid', 'hetero-small']
@@ -15,13 +24,15 @@ or ``python scripts/compare.py scheduler=pretrained pretrained.name=hetero-small
 
 A model acts through ``HetCluster-v0``'s observation and action mask, whose sizes depend
 on the cluster's device types: it runs on any scenario whose cluster has the device
-types it was trained on (any jobs, any size), and :class:`PretrainedScheduler` refuses
-another cluster with a clear error.
+types it was trained on (any jobs, any size), and both schedulers refuse another
+cluster with a clear error (:class:`DeviceCheck`). Loading does not import torch until
+a model is loaded.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 from pathlib import Path
@@ -29,22 +40,29 @@ from typing import TYPE_CHECKING, Any
 
 from agents.adapter import AgentScheduler, SB3Policy, load_model
 from agents.envtools import EnvConfig
+from agents.residual import ResidualScheduler, load_residual
 
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.view import View
 
-__all__ = ["PRETRAINED_DIR", "pretrained_names", "card", "load_pretrained", "PretrainedScheduler",
-           "ship", "machine"]
+__all__ = ["MODEL_SUFFIX", "PRETRAINED_DIR", "DeviceCheck", "PretrainedResidualScheduler", "PretrainedScheduler",
+           "card", "load_pretrained", "machine", "model_path", "pretrained_names", "ship", "ship_residual"]
 
 #: Folder of the shipped models (package data).
 PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained"
 
 
+#: Model file of each kind of model (a card's ``algo``).
+MODEL_SUFFIX = {"maskable_ppo": ".zip", "ppo": ".zip", "residual": ".pt"}
+
+
 def pretrained_names() -> list[str]:
-    """Names of the shipped models (each has a ``.zip`` and a ``.json`` card)."""
+    """Names of the shipped models (each a model file, ``.zip`` or ``.pt``, and a ``.json`` card)."""
     if not PRETRAINED_DIR.is_dir():
         return []
-    return sorted(p.stem for p in PRETRAINED_DIR.glob("*.zip") if p.with_suffix(".json").is_file())
+    suffixes = set(MODEL_SUFFIX.values())
+    return sorted({p.stem for p in PRETRAINED_DIR.iterdir()
+                   if p.suffix in suffixes and p.with_suffix(".json").is_file()})
 
 
 def card(name: str) -> dict[str, Any]:
@@ -55,7 +73,35 @@ def card(name: str) -> dict[str, Any]:
     return json.loads((PRETRAINED_DIR / f"{name}.json").read_text())
 
 
-class PretrainedScheduler(AgentScheduler):
+def model_path(name: str, c: dict[str, Any] | None = None) -> Path:
+    """The model file of the shipped model ``name`` (its card's ``algo`` gives the suffix)."""
+    c = card(name) if c is None else c
+    algo = c["algo"]
+    if algo not in MODEL_SUFFIX:
+        raise ValueError(f"pretrained model {name!r}: unknown algo {algo!r}; expected one of {sorted(MODEL_SUFFIX)}")
+    path = PRETRAINED_DIR / f"{name}{MODEL_SUFFIX[algo]}"
+    if not path.is_file():
+        raise FileNotFoundError(f"pretrained model {name!r} ({algo}) has no {path.name} beside its card")
+    return path
+
+
+class DeviceCheck:
+    """Mixin for a scheduler that acts on clusters with the device types ``self.devices``
+    only: ``reset`` refuses another cluster, then resets the scheduler it is mixed into."""
+
+    name: str
+    devices: list[str]
+
+    def reset(self, view: View) -> None:
+        """Check the cluster's device types, then the scheduler's own ``reset``."""
+        got = [str(d) for d in view.simulator.scenario.cluster.device_types]
+        if got != self.devices:
+            raise ValueError(f"pretrained model {self.name!r} acts on clusters with device types "
+                             f"{self.devices} (its observation and action sizes); the scenario has {got}")
+        super().reset(view)  # type: ignore[misc]
+
+
+class PretrainedScheduler(DeviceCheck, AgentScheduler):
     """An :class:`~agents.adapter.AgentScheduler` that checks the cluster's device types.
 
     Args:
@@ -70,29 +116,40 @@ class PretrainedScheduler(AgentScheduler):
         super().__init__(policy, env_config, name=name)
         self.devices = [str(d) for d in devices]
 
-    def reset(self, view: "View") -> None:
-        """Check the device types, then bind an env to the simulator."""
-        got = [str(d) for d in view.simulator.scenario.cluster.device_types]
-        if got != self.devices:
-            raise ValueError(f"pretrained model {self.name!r} acts on clusters with device types "
-                             f"{self.devices} (its observation and action sizes); the scenario has {got}")
-        super().reset(view)
+
+class PretrainedResidualScheduler(DeviceCheck, ResidualScheduler):
+    """A :class:`~agents.residual.ResidualScheduler` that checks the cluster's device types.
+
+    Args:
+        sched: The residual scheduler (:func:`agents.residual.load_residual`); its chooser,
+            env arguments and base are taken over.
+        devices: Device types of the cluster it was trained on.
+    """
+
+    def __init__(self, sched: ResidualScheduler, devices: list[str]) -> None:
+        super().__init__(sched.chooser, sched.env_config, sched.cfg, name=sched.name)
+        self.devices = [str(d) for d in devices]
 
 
-def load_pretrained(name: str, deterministic: bool = True, device: str = "cpu") -> PretrainedScheduler:
+def load_pretrained(name: str, deterministic: bool = True,
+                    device: str = "cpu") -> PretrainedScheduler | PretrainedResidualScheduler:
     """The shipped model ``name`` as a scheduler for :func:`hetgym.simulate`.
 
     Args:
         name: One of :func:`pretrained_names`.
-        deterministic: Greedy actions.
-        device: Torch device.
+        deterministic: Greedy actions (SB3 models; a residual policy is always greedy).
+        device: Torch device (SB3 models; a residual policy runs on the CPU).
     """
     if name is None:
         raise ValueError(f"scheduler=pretrained needs pretrained.name=<one of {pretrained_names()}>")
     c = card(name)
-    model = load_model(PRETRAINED_DIR / f"{name}.zip", c["algo"], device=device)
+    path = model_path(name, c)
+    label = f"pretrained:{name}"
+    if c["algo"] == "residual":
+        return PretrainedResidualScheduler(load_residual(path, tau=float(c["tau"]), name=label), c["devices"])
+    model = load_model(path, c["algo"], device=device)
     return PretrainedScheduler(SB3Policy(model, deterministic), EnvConfig.from_dict(c["env"]),
-                               c["devices"], name=f"pretrained:{name}")
+                               c["devices"], name=label)
 
 
 def machine() -> dict[str, Any]:
@@ -149,3 +206,61 @@ def ship(run_dir: str | Path, name: str, command: str, steps: int, wall_s: float
          "bc": meta.get("bc"), "overrides": meta.get("overrides"), "heldout": {}}
     write_atomic_json(c, out / f"{name}.json")
     return out / f"{name}.zip"
+
+
+def _plain(x: Any) -> Any:
+    """``x`` with non-finite floats as strings (``"inf"``), so that the card is strict JSON."""
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    return x
+
+
+def ship_residual(model_file: str | Path, name: str, command: str, wall_s: float,
+                  machine_info: dict[str, Any], extra: dict[str, Any] | None = None,
+                  dest: str | Path | None = None) -> Path:
+    """Copy a residual policy (``residual.pt`` of ``scripts/residual.py``) into the package
+    as ``<name>.pt`` with its card.
+
+    The card (``algo: "residual"``) takes from the model file its env arguments, ``tau``,
+    the base and deviations (``residual``), the network's training settings (``fit``) and
+    statistics (``fit_stats``; ``steps`` is the number of teacher states it was fitted
+    on), the validation mean per tau (``validation``) and the command's config; the
+    cluster's device types are those of the family's base workload
+    (:func:`agents.heldout.base_workload`); ``heldout`` is left empty for
+    ``scripts/eval_agents.py --update-cards``.
+
+    Args:
+        model_file: File written by :func:`agents.residual.save`.
+        name: Model name (the scenario family).
+        command: The command that made it.
+        wall_s: Wall clock of the run that made it (data, fit and choice of tau).
+        machine_info: The machine and its load.
+        extra: More card entries (the data stage's numbers, notes).
+        dest: Target folder (default :data:`PRETRAINED_DIR`).
+    """
+    import shutil
+
+    import torch
+
+    from agents.heldout import FAMILIES, base_workload
+    from hetgym.io import write_atomic_json
+
+    d = torch.load(Path(model_file), map_location="cpu", weights_only=False)
+    family = str(d.get("family", name))
+    out = Path(dest) if dest is not None else PRETRAINED_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(model_file, out / f"{name}.pt")
+    kwargs = {k: v for k, v in FAMILIES.get(family, {}).items() if k not in ("n_jobs", "seed")}
+    devices = [str(x) for x in base_workload(family).cluster.device_types]
+    stats = d.get("fit_stats", {})
+    c = {"name": name, "scenario": family, "scenario_kwargs": kwargs, "devices": devices,
+         "algo": "residual", "env": d["env"], "tau": d["tau"], "residual": d["residual"],
+         "command": command, "steps": int(stats.get("samples", 0)), "steps_are": "teacher states the network was fitted on",
+         "wall_s": float(wall_s), "machine": machine_info, "fit": d["fit"], "fit_stats": stats,
+         "validation": d.get("validation"), "config": d.get("config"), **(extra or {}), "heldout": {}}
+    write_atomic_json(_plain(c), out / f"{name}.json")
+    return out / f"{name}.pt"

@@ -46,7 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from agents.dagger import DaggerConfig, dagger
     from agents.envtools import EnvConfig
     from agents.heldout import FAMILY_METRIC, split
-    from agents.pretrained import PRETRAINED_DIR, card
+    from agents.pretrained import card, model_path
 
     args = list(sys.argv[1:] if argv is None else argv)
     cfg = experiment_config(args, __doc__)
@@ -60,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         path, algo, env = init, meta["algo"], meta["env"]
     else:
         c = card(init)
-        path, algo, env = PRETRAINED_DIR / f"{init}.zip", c["algo"], c["env"]
+        path, algo, env = model_path(init, c), c["algo"], c["env"]
     if algo != "maskable_ppo":
         raise ValueError(f"dagger needs a maskable_ppo model, {init} is {algo}")
     model = load_model(path, algo)

@@ -13,11 +13,14 @@ the mean of the family's metric with a 95 % confidence interval (Student t over
 windows), and for the model the per-window win rate against the best baseline (paired,
 with the mean paired difference and its 95 % interval). The cross-trace row runs the
 ``hetero-small`` model (trained on Philly jobs) on Google jobs on the same cluster
-(family ``google-on-hetero-small``). ``--update-cards`` writes the results into the
+(family ``google-on-hetero-small``). Models of every kind the loader ships
+(MaskablePPO, residual policies) run through ``agents.load_pretrained``;
+``--models`` keeps those models' rows; ``--update-cards`` writes the results into the
 models' cards::
 
     python scripts/eval_agents.py --pick --out outputs/eval_agents
     python scripts/eval_agents.py --out outputs/eval_agents --update-cards
+    python scripts/eval_agents.py --models hetero-small --out outputs/eval_agents/hs --update-cards
 """
 
 from __future__ import annotations
@@ -26,15 +29,16 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agents.heldout import FAMILY_METRIC, part_windows, split  # noqa: E402
+from agents.heldout import FAMILY_METRIC, part_windows, split
 
 #: Best registered baseline per family on its training windows (``--pick``; docs/agents.md).
 BEST = {"hetero-small": "allox", "google-hybrid": "allox", "fitgpp-lab": "fitgpp",
@@ -99,10 +103,26 @@ def pick(families: Sequence[str], n_windows: int, budget: float, out: Path) -> p
     return df
 
 
-def evaluate(out: Path, update_cards: bool = False) -> str:
-    """The held-out table (markdown); writes ``heldout.md``, ``heldout_runs.csv``."""
+def model_label(c: dict[str, Any]) -> str:
+    """A shipped model's kind as shown in the table (``residual, tau 0.25``; ``maskable_ppo``)."""
+    if c["algo"] == "residual":
+        return f"residual over {c['residual']['base']}, tau {c['tau']}"
+    return str(c["algo"])
+
+
+def evaluate(out: Path, update_cards: bool = False, models: Sequence[str] | None = None) -> str:
+    """The held-out table (markdown); writes ``heldout.md``, ``heldout_runs.csv``.
+
+    Every shipped model, of either kind (:data:`agents.pretrained.MODEL_SUFFIX`), runs
+    through :func:`agents.pretrained.load_pretrained`; ``models`` keeps the rows of those
+    models only (default: all)."""
     from agents.evaluation import evaluate_on_windows
-    from agents.pretrained import PRETRAINED_DIR, card, load_pretrained, pretrained_names
+    from agents.pretrained import (
+        PRETRAINED_DIR,
+        card,
+        load_pretrained,
+        pretrained_names,
+    )
 
     shipped = set(pretrained_names())
     lines = ["| test windows | model | metric | model: mean ± 95% CI | best baseline: mean ± 95% CI "
@@ -114,6 +134,9 @@ def evaluate(out: Path, update_cards: bool = False) -> str:
         if model not in shipped:
             print(f"skip {fam}: model {model} not shipped", flush=True)
             continue
+        if models is not None and model not in models:
+            continue
+        kind = model_label(card(model))
         sp = split(fam, window_jobs=WINDOW_JOBS[fam])
         metric, cons = FAMILY_METRIC[fam]
         best = BEST[fam]
@@ -142,11 +165,11 @@ def evaluate(out: Path, update_cards: bool = False) -> str:
             ca, cb = ci95(a[cons].to_numpy()), ci95(b[cons].to_numpy())
             cons_txt = (f"<br>{cons}: model {ca[0]:.3g} ± {ca[1]:.2g}, {best} {cb[0]:.3g} ± {cb[1]:.2g}")
         overlap = " (overlapping)" if sp.test_overlap else ""
-        lines.append(f"| {fam}: {len(sp.test)} × {WINDOW_JOBS[fam]} jobs{overlap} | {model} | {metric} "
+        lines.append(f"| {fam}: {len(sp.test)} × {WINDOW_JOBS[fam]} jobs{overlap} | {model} ({kind}) | {metric} "
                      f"| {m_a:.4g} ± {h_a:.2g}{' (' + str(unf) + ' unfinished)' if unf else ''} "
                      f"| {best}: {m_b:.4g} ± {h_b:.2g} | {m_d:+.3g} ± {h_d:.2g} | {geo:.3f} "
                      f"| {wins} / {ties} / {len(d) - wins - ties} | {extra}{cons_txt} |")
-        results[fam] = {"model": model, "metric": metric, "windows": len(d), "mean": m_a, "ci95": h_a,
+        results[fam] = {"model": model, "kind": kind, "metric": metric, "windows": len(d), "mean": m_a, "ci95": h_a,
                         "best_baseline": best, "best_mean": m_b, "best_ci95": h_b,
                         "paired_diff": m_d, "paired_ci95": h_d, "geo_mean_ratio": geo, "wins": wins, "ties": ties,
                         "losses": len(d) - wins - ties, "unfinished_jobs": unf,
@@ -179,11 +202,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--pick-budget", type=float, default=120.0, help="seconds per baseline and family")
     p.add_argument("--out", type=Path, default=Path("outputs/eval_agents"))
     p.add_argument("--update-cards", action="store_true", help="write results into the model cards")
+    p.add_argument("--models", default="", help="comma-separated shipped models to evaluate (default: all)")
     a = p.parse_args(argv)
     if a.pick:
         pick([f for f in a.families.split(",") if f], a.pick_windows, a.pick_budget, a.out)
     else:
-        print(evaluate(a.out, a.update_cards))
+        print(evaluate(a.out, a.update_cards, [m for m in a.models.split(",") if m] or None))
     return 0
 
 

@@ -135,15 +135,16 @@ def test_experiment_yaml(path):
 @pytest.mark.parametrize("path", sorted((CONF / "experiment").glob("dagger_*.yaml")), ids=_id)
 def test_dagger_yaml(path):
     """``dagger_*`` experiment files are read by scripts/dagger.py (not a Hydra primary):
-    its family has a split and a metric, its start model exists, its settings build a
-    DaggerConfig."""
+    its family has a split and a metric, its start model is a shipped MaskablePPO model or a
+    ``.zip``, its settings build a DaggerConfig."""
     from agents.dagger import DaggerConfig
     from agents.heldout import FAMILY_METRIC
-    from agents.pretrained import pretrained_names
+    from agents.pretrained import card, pretrained_names
 
     cfg = OmegaConf.load(path)
     assert str(cfg.family) in FAMILY_METRIC, path.name
-    assert str(cfg.init) in pretrained_names() or str(cfg.init).endswith(".zip"), path.name
+    init = str(cfg.init)
+    assert init.endswith(".zip") or (init in pretrained_names() and card(init)["algo"] == "maskable_ppo"), path.name
     assert isinstance(DaggerConfig(**OmegaConf.to_container(cfg.dagger, resolve=True)), DaggerConfig)
 
 
