@@ -41,7 +41,7 @@ def _list_schedule(view: View, jobs: np.ndarray, p: np.ndarray, pool: MachinePoo
     workers = np.ascontiguousarray(view.workers, dtype=np.int64)
     now = pool.now
     idle_left = int(pool.idle.sum())
-    tmp = np.empty(max(1, int(workers.max(initial=1))), dtype=np.float64)
+    tmp = np.empty(free_at.shape[1] + 1, dtype=np.int64)  # a gang never needs more machines
     out: list[Decision] = []
     k = 0
     while True:
@@ -61,23 +61,60 @@ def _list_schedule(view: View, jobs: np.ndarray, p: np.ndarray, pool: MachinePoo
 
 @njit(cache=True)
 def wth_free_nb(free_at, counts, d, w, tmp):
-    """When the ``w``-th machine of type ``d`` frees (``free_at[d, :counts[d]]`` is sorted)."""
-    return free_at[d, w - 1]
+    """When the ``w``-th machine of type ``d`` frees: the ``w``-th smallest of the min-heap
+    ``free_at[d, :counts[d]]`` (a best-first search from the root; ``tmp``: int64 scratch
+    of at least ``w + 1`` heap positions, the search's frontier)."""
+    row = free_at[d]
+    if w == 1:
+        return row[0]
+    n = counts[d]
+    m = 1
+    tmp[0] = 0
+    for _ in range(w - 1):  # pop the frontier's least entry, push its children
+        b = 0
+        for t in range(1, m):
+            if row[tmp[t]] < row[tmp[b]]:
+                b = t
+        i = tmp[b]
+        m -= 1
+        tmp[b] = tmp[m]
+        c = 2 * i + 1
+        if c < n:
+            tmp[m] = c
+            m += 1
+        if c + 1 < n:
+            tmp[m] = c + 1
+            m += 1
+    b = 0
+    for t in range(1, m):
+        if row[tmp[t]] < row[tmp[b]]:
+            b = t
+    return row[tmp[b]]
 
 
 @njit(cache=True)
 def take_machines_nb(free_at, counts, d, w, until):
-    """The ``w`` machines of type ``d`` that free first (row ``d`` of ``free_at``, sorted,
-    ``counts[d]`` long) are taken until ``until``: the machines that free after them but
-    no later than ``until`` move ``w`` places to the front, and the ``w`` taken ones go
-    right after them (only those ``k`` entries move, not the whole row)."""
-    n = counts[d]
+    """The ``w`` machines of type ``d`` that free first are taken until ``until`` (at least
+    the ``w``-th smallest free time): ``w`` times, the least entry of the min-heap
+    ``free_at[d, :counts[d]]`` is replaced by ``until`` and sifted down, ``O(w log n)``.
+    Each replacement removes the least entry left of the ``w`` taken ones (``until`` is
+    no smaller, and an equal value is the same), so the heap then holds exactly the
+    other machines' free times and ``w`` times ``until``."""
     row = free_at[d]
-    k = 0
-    while w + k < n and row[w + k] <= until:
-        row[k] = row[w + k]
-        k += 1
-    for i in range(k, k + w):
+    n = counts[d]
+    for _ in range(w):
+        i = 0
+        while True:  # sift ``until`` down from the root
+            c = 2 * i + 1
+            if c >= n:
+                break
+            if c + 1 < n and row[c + 1] < row[c]:
+                c += 1
+            if row[c] < until:
+                row[i] = row[c]
+                i = c
+            else:
+                break
         row[i] = until
 
 
@@ -86,8 +123,9 @@ def list_schedule_nb(jobs, p, workers, now, idle_left, free_at, counts, present,
     """AlloX+'s list scheduling from the ``k``-th of the ordered ``jobs`` on.
 
     ``p[j, d]``: processing time of job ``j`` on type ``d`` (inf: cannot run);
-    ``free_at[d, :counts[d]]``: the sorted times at which the machines of type ``d`` free
-    (types with ``present[d]`` only). Each job takes the ``W`` machines of the
+    ``free_at[d, :counts[d]]``: the times at which the machines of type ``d`` free, a
+    min-heap (types with ``present[d]`` only; a sorted row is one); ``tmp``: int64
+    scratch for :func:`wth_free_nb`. Each job takes the ``W`` machines of the
     type where it would complete earliest (first type on ties); a job that would start
     later reserves them (``free_at`` is updated) and the walk goes on. Returns
     ``(i, d, start)`` for the next job that would start now on type ``d`` (nothing taken
@@ -186,9 +224,9 @@ class AlloXPlus:
 
     Cost per decision point: one pass over the queue (:func:`plus_order_nb`), a sort of
     the jobs that have not timed out (under load most have), and a walk that stops at
-    the first job that starts; machines' free times are sorted rows per device type, and
-    a reservation moves only the entries between the taken machines and their new free
-    time.
+    the first job that starts; machines' free times are one min-heap per device type
+    (sorted once per decision point), so a reservation of ``W`` machines costs
+    ``O(W log m)`` and a gang's ``W``-th free time ``O(W^2)``.
 
     Attributes:
         timeout: Waiting time (s) after which a job is prioritised.
