@@ -17,7 +17,7 @@ from baselines.allox_machines import MachinePool
 from hetgym.decisions import Decision, Start
 from hetgym.sim.view import CapacityModel, View
 
-__all__ = ["AlloXPlus", "list_schedule_nb", "plus_order_nb", "take_machines_nb"]
+__all__ = ["AlloXPlus", "list_schedule_nb", "plus_order_inc_nb", "plus_order_nb", "take_machines_nb"]
 
 
 def _list_schedule(view: View, jobs: np.ndarray, p: np.ndarray, pool: MachinePool,
@@ -201,6 +201,92 @@ def plus_order_nb(q, arrival, key, now, timeout, out):
     return n
 
 
+@njit(cache=True)
+def plus_order_inc_nb(q, arrival, key, now, timeout, out, srt, insrt, inq, state):
+    """:func:`plus_order_nb` with the jobs that have not timed out kept sorted between
+    calls: ``srt[:state[0]]`` (``insrt[j]``: job ``j`` is in it) is the last call's order
+    of those jobs; this call drops the ones that started or timed out, sorts the new ones
+    and merges them in, ``O(len(q))`` instead of a sort of the queue. The same order as
+    :func:`plus_order_nb` (ties in queue order are ties by job index while the queue is
+    in increasing job index, which is checked; otherwise that function orders the queue
+    and the kept order is dropped). ``inq``: int64 scratch per job, ``state[1]`` its stamp."""
+    n = q.shape[0]
+    increasing = True
+    for i in range(1, n):
+        if q[i] <= q[i - 1]:
+            increasing = False
+            break
+    ns = state[0]
+    if not increasing:
+        for i in range(ns):
+            insrt[srt[i]] = False
+        state[0] = 0
+        return plus_order_nb(q, arrival, key, now, timeout, out)
+    state[1] += 1
+    stamp = state[1]
+    nl = 0
+    in_order = True
+    last = -np.inf
+    n_new = 0
+    new = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        j = q[i]
+        inq[j] = stamp
+        if now - arrival[j] > timeout:
+            out[nl] = j
+            nl += 1
+            neg = -(now - arrival[j])
+            if neg < last:
+                in_order = False
+            last = neg
+        elif not insrt[j]:
+            new[n_new] = j
+            n_new += 1
+    if not in_order:
+        ks = np.empty(nl)
+        for i in range(nl):
+            ks[i] = -(now - arrival[out[i]])
+        out[:nl] = out[:nl][np.argsort(ks, kind="mergesort")]
+    m = 0  # keep the jobs still waiting and not timed out, in their order
+    for i in range(ns):
+        j = srt[i]
+        if inq[j] == stamp and not (now - arrival[j] > timeout):
+            srt[m] = j
+            m += 1
+        else:
+            insrt[j] = False
+    if n_new > 1:  # by key, ties by index (they are in index order)
+        ks = np.empty(n_new)
+        for i in range(n_new):
+            ks[i] = key[new[i]]
+        new[:n_new] = new[:n_new][np.argsort(ks, kind="mergesort")]
+    a = 0
+    b = 0
+    o = nl
+    while a < m or b < n_new:
+        if b >= n_new:
+            out[o] = srt[a]
+            a += 1
+        elif a >= m:
+            out[o] = new[b]
+            b += 1
+        else:
+            x = srt[a]
+            y = new[b]
+            if key[x] < key[y] or (key[x] == key[y] and x < y):
+                out[o] = x
+                a += 1
+            else:
+                out[o] = y
+                b += 1
+        o += 1
+    for i in range(n_new):
+        insrt[new[i]] = True
+    srt[: o - nl] = out[nl:o]
+    state[0] = o - nl
+    return o
+
+
 def _view_key(view: View) -> tuple[int, int, int]:
     """What identifies the jobs a view shows: the view, its job count, its arrival buffer."""
     arr = np.asarray(view.arrival)
@@ -222,11 +308,12 @@ class AlloXPlus:
     processing times are kept between decision points (computed once at ``reset``). The
     paper gives no timeout value.
 
-    Cost per decision point: one pass over the queue (:func:`plus_order_nb`), a sort of
-    the jobs that have not timed out (under load most have), and a walk that stops at
-    the first job that starts; machines' free times are one min-heap per device type
-    (sorted once per decision point), so a reservation of ``W`` machines costs
-    ``O(W log m)`` and a gang's ``W``-th free time ``O(W^2)``.
+    Cost per decision point: a few passes over the queue (:func:`plus_order_inc_nb`: the
+    jobs that have not timed out stay sorted between decision points, new ones are
+    merged in) and a walk over the ordered queue that ends once no machine is idle or
+    no job is left (under overload, every job); machines' free times are one min-heap
+    per device type (sorted once per decision point), so a reservation of ``W`` machines
+    costs ``O(W log m)`` and a gang's ``W``-th free time ``O(W^2)``.
 
     Attributes:
         timeout: Waiting time (s) after which a job is prioritised.
@@ -242,6 +329,10 @@ class AlloXPlus:
         self._key = self._p.min(axis=1) if view.n_jobs else np.zeros(0)
         self._arrival = np.ascontiguousarray(view.arrival, dtype=np.float64)
         self._order = np.empty(view.n_jobs, dtype=np.int64)
+        self._srt = np.empty(view.n_jobs, dtype=np.int64)
+        self._insrt = np.zeros(view.n_jobs, dtype=np.bool_)
+        self._inq = np.zeros(view.n_jobs, dtype=np.int64)
+        self._state = np.zeros(2, dtype=np.int64)
         self._for = _view_key(view)
 
     def decide(self, view: View) -> list[Decision]:
@@ -252,6 +343,7 @@ class AlloXPlus:
         q, cap, pool = got
         if getattr(self, "_for", None) != _view_key(view):
             self.reset(view)  # not reset for this view (e.g. a teacher moved to a new episode)
-        n = plus_order_nb(np.ascontiguousarray(q, dtype=np.int64), self._arrival, self._key,
-                          float(view.now), float(self.timeout), self._order)
+        n = plus_order_inc_nb(np.ascontiguousarray(q, dtype=np.int64), self._arrival, self._key,
+                              float(view.now), float(self.timeout), self._order, self._srt,
+                              self._insrt, self._inq, self._state)
         return _list_schedule(view, self._order[:n], self._p, pool, cap)
