@@ -42,11 +42,14 @@ def _list_schedule(view: View, jobs: np.ndarray, p: np.ndarray, pool: MachinePoo
     now = pool.now
     idle_left = int(pool.idle.sum())
     tmp = np.empty(free_at.shape[1] + 1, dtype=np.int64)  # a gang never needs more machines
+    memo = np.empty((n_dev, free_at.shape[1] + 1))
+    memo_v = np.full((n_dev, free_at.shape[1] + 1), -1, dtype=np.int64)
+    ver = np.zeros(n_dev, dtype=np.int64)
     out: list[Decision] = []
     k = 0
     while True:
         k, d, start_at = list_schedule_nb(jobs, p, workers, now, idle_left, free_at, counts, present,
-                                          k, tmp)
+                                          k, tmp, memo, memo_v, ver)
         if k < 0:
             return out
         job = int(jobs[k])
@@ -56,6 +59,7 @@ def _list_schedule(view: View, jobs: np.ndarray, p: np.ndarray, pool: MachinePoo
             out.append(Start(job, d, pl))
             idle_left -= w
             take_machines_nb(free_at, counts, d, w, start_at + p[job, d])
+            ver[d] += 1
         k += 1
 
 
@@ -119,13 +123,16 @@ def take_machines_nb(free_at, counts, d, w, until):
 
 
 @njit(cache=True)
-def list_schedule_nb(jobs, p, workers, now, idle_left, free_at, counts, present, k, tmp):
+def list_schedule_nb(jobs, p, workers, now, idle_left, free_at, counts, present, k, tmp, memo,
+                     memo_v, ver):
     """AlloX+'s list scheduling from the ``k``-th of the ordered ``jobs`` on.
 
     ``p[j, d]``: processing time of job ``j`` on type ``d`` (inf: cannot run);
     ``free_at[d, :counts[d]]``: the times at which the machines of type ``d`` free, a
     min-heap (types with ``present[d]`` only; a sorted row is one); ``tmp``: int64
-    scratch for :func:`wth_free_nb`. Each job takes the ``W`` machines of the
+    scratch for :func:`wth_free_nb`; ``memo[d, w]``: the ``w``-th free time of type ``d``
+    found while row ``d`` was at version ``memo_v[d, w]`` (``ver[d]`` counts the changes
+    of row ``d``; a gang's search is done once per row version). Each job takes the ``W`` machines of the
     type where it would complete earliest (first type on ties); a job that would start
     later reserves them (``free_at`` is updated) and the walk goes on. Returns
     ``(i, d, start)`` for the next job that would start now on type ``d`` (nothing taken
@@ -149,7 +156,14 @@ def list_schedule_nb(jobs, p, workers, now, idle_left, free_at, counts, present,
         for d in range(n_dev):
             if not present[d] or not np.isfinite(p[j, d]) or counts[d] < w:
                 continue
-            s = wth_free_nb(free_at, counts, d, w, tmp)
+            if w == 1:
+                s = free_at[d, 0]
+            elif memo_v[d, w] == ver[d]:
+                s = memo[d, w]
+            else:
+                s = wth_free_nb(free_at, counts, d, w, tmp)
+                memo[d, w] = s
+                memo_v[d, w] = ver[d]
             done = s + p[j, d]
             if done < best:
                 best = done
@@ -159,6 +173,7 @@ def list_schedule_nb(jobs, p, workers, now, idle_left, free_at, counts, present,
             if bs <= now:
                 return k, bd, bs
             take_machines_nb(free_at, counts, bd, w, bs + p[j, bd])
+            ver[bd] += 1
         k += 1
     return -1, -1, 0.0
 
