@@ -179,16 +179,13 @@ def list_schedule_nb(jobs, p, workers, now, idle_left, free_at, counts, present,
 
 
 @njit(cache=True)
-def plus_order_nb(q, arrival, key, now, timeout, out):
-    """AlloX+'s order of the waiting jobs ``q`` into ``out``: jobs waiting longer than
-    ``timeout`` first, longest waiting first, then the others by ``key`` (least
-    processing time), ties in queue order (``np.lexsort((key, ~late))`` of the plain
-    rule)."""
-    n = q.shape[0]
+def late_first_nb(q, arrival, now, timeout, out):
+    """The jobs of ``q`` waiting longer than ``timeout`` into ``out``, longest waiting
+    first, ties in queue order; returns how many."""
     nl = 0
     in_order = True
     last = -np.inf
-    for i in range(n):
+    for i in range(q.shape[0]):
         j = q[i]
         if now - arrival[j] > timeout:
             out[nl] = j
@@ -202,6 +199,17 @@ def plus_order_nb(q, arrival, key, now, timeout, out):
         for i in range(nl):
             ks[i] = -(now - arrival[out[i]])
         out[:nl] = out[:nl][np.argsort(ks, kind="mergesort")]
+    return nl
+
+
+@njit(cache=True)
+def plus_order_nb(q, arrival, key, now, timeout, out):
+    """AlloX+'s order of the waiting jobs ``q`` into ``out``: jobs waiting longer than
+    ``timeout`` first, longest waiting first, then the others by ``key`` (least
+    processing time), ties in queue order (``np.lexsort((key, ~late))`` of the plain
+    rule)."""
+    n = q.shape[0]
+    nl = late_first_nb(q, arrival, now, timeout, out)
     rest = np.empty(n - nl, dtype=np.int64)
     m = 0
     for i in range(n):
@@ -239,29 +247,15 @@ def plus_order_inc_nb(q, arrival, key, now, timeout, out, srt, insrt, inq, state
         return plus_order_nb(q, arrival, key, now, timeout, out)
     state[1] += 1
     stamp = state[1]
-    nl = 0
-    in_order = True
-    last = -np.inf
+    nl = late_first_nb(q, arrival, now, timeout, out)
     n_new = 0
     new = np.empty(n, dtype=np.int64)
     for i in range(n):
         j = q[i]
         inq[j] = stamp
-        if now - arrival[j] > timeout:
-            out[nl] = j
-            nl += 1
-            neg = -(now - arrival[j])
-            if neg < last:
-                in_order = False
-            last = neg
-        elif not insrt[j]:
+        if not (now - arrival[j] > timeout) and not insrt[j]:
             new[n_new] = j
             n_new += 1
-    if not in_order:
-        ks = np.empty(nl)
-        for i in range(nl):
-            ks[i] = -(now - arrival[out[i]])
-        out[:nl] = out[:nl][np.argsort(ks, kind="mergesort")]
     m = 0  # keep the jobs still waiting and not timed out, in their order
     for i in range(ns):
         j = srt[i]
