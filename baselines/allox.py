@@ -151,6 +151,7 @@ class AlloX:
         out: list[Decision] = []
         n_dev = p.shape[1]
         changed = True
+        ranked_now = False  # ``ranked``, ``sel`` and ``sel_all`` hold for ``alive`` and ``prog``
         for i in idle.tolist():
             if pool.omega[i] > pool.now:
                 continue  # taken by a gang started at this decision point
@@ -161,15 +162,19 @@ class AlloX:
                 if not self._any_start(view, cap, q, alive, p, free):
                     break
                 changed = False
-            waiting = np.unique(users[alive])
-            if len(waiting) == 0:
-                break
-            ranked = waiting[np.lexsort((waiting, prog[waiting]))]
-            sel = tuple(sorted(ranked[:step].tolist()))
+            if not ranked_now:  # they change only with ``alive`` or ``prog`` (below)
+                waiting = np.unique(users[alive])
+                if len(waiting) == 0:
+                    break
+                ranked = waiting[np.lexsort((waiting, prog[waiting]))]
+                sel = tuple(sorted(ranked[:step].tolist()))
+                sel_all = tuple(sorted(ranked.tolist()))
+                ranked_now = True
+            used = sel
             j = first_on(sel, i)
             if j < 0 and self.raise_alpha and len(ranked) > step:
-                sel = tuple(sorted(ranked.tolist()))
-                j = first_on(sel, i)
+                used = sel_all
+                j = first_on(sel_all, i)
             if j < 0:
                 continue
             job, d = int(q[j]), int(pool.dev[i])
@@ -177,6 +182,7 @@ class AlloX:
             alive[j] = False
             pl = cap.place(job, d) if w <= int((pool.idle & (pool.dev == d)).sum()) else None
             changed = True
+            ranked_now = False
             if pl is None:
                 cache.clear()  # the matching assumed this job would run now
                 continue
@@ -184,10 +190,10 @@ class AlloX:
             pool.occupy(d, w, pool.now + float(p[j, d]), first=i)
             prog[int(users[j])] += self.progress.value(job, d)
             # the matching stays optimal for the rest only if nothing else changed
-            keep = cache[sel]
+            keep = cache[used]
             cache.clear()
             if w == 1:
-                cache[sel] = keep
+                cache[used] = keep
         return out
 
 

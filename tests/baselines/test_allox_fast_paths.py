@@ -246,3 +246,46 @@ def test_allox_plus_resets_itself_for_a_new_view() -> None:
     fresh.reset(b.view)
     got = [(s.job, s.device) for s in reused.decide(b.view)]
     assert got == [(s.job, s.device) for s in fresh.decide(b.view)] and got
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_allox_plus_kept_order_matches_full_order(seed) -> None:
+    """``plus_order_inc_nb`` (the jobs that have not timed out kept sorted between decision
+    points) gives ``plus_order_nb``'s order at every call: arrivals, starts, timeouts,
+    tied keys, and now and then a queue out of index order (a suspended job at the head)."""
+    from baselines.allox_plus import plus_order_inc_nb, plus_order_nb
+
+    rng = np.random.default_rng(seed)
+    n_jobs = int(rng.integers(5, 120))
+    arrival = np.sort(rng.integers(0, 50, n_jobs)).astype(np.float64)
+    key = rng.choice([1.0, 2.0, 3.0, np.inf], n_jobs)
+    timeout = float(rng.choice([0.0, 5.0, 20.0, 1e9]))
+    out, ref = np.empty(n_jobs, np.int64), np.empty(n_jobs, np.int64)
+    srt, insrt = np.empty(n_jobs, np.int64), np.zeros(n_jobs, np.bool_)
+    inq, state = np.zeros(n_jobs, np.int64), np.zeros(2, np.int64)
+    started = np.zeros(n_jobs, bool)
+    for now in np.arange(0.0, 80.0, float(rng.choice([1.0, 3.0]))):
+        q = np.flatnonzero((arrival <= now) & ~started)
+        if len(q) and rng.random() < 0.15:  # one job back at the head
+            i = int(rng.integers(len(q)))
+            q = np.concatenate([q[i:i + 1], np.delete(q, i)])
+        n = plus_order_inc_nb(q, arrival, key, now, timeout, out, srt, insrt, inq, state)
+        m = plus_order_nb(q, arrival, key, now, timeout, ref)
+        assert n == m == len(q)
+        assert out[:n].tolist() == ref[:m].tolist()
+        if len(q):
+            started[rng.choice(q, min(len(q), int(rng.integers(0, 3))), replace=False)] = True
+
+
+@pytest.mark.parametrize("n_jobs, load", [(300, 0.9), (400, 1.2)])
+def test_allox_plus_matches_plain_rule_on_the_scaling_workload(n_jobs, load) -> None:
+    """The 1,024-GPU cluster of ``scripts/bench_scale.py`` (gangs of up to 8 workers,
+    queues of hundreds of jobs under overload)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+    from bench_scale import scale_scenario
+
+    sc = scale_scenario(n_jobs, load)
+    assert_same_schedule(sc, AlloXPlus(), PlainAlloXPlus())
