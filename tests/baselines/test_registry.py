@@ -34,14 +34,15 @@ print(json.dumps({"before": before, "made": type(s).__module__,
 
 
 def test_import_loads_only_the_classic_schedulers_and_make_loads_a_family():
-    """``import baselines`` imports no paper family; ``make`` imports the family of the
-    name it builds, and ``baselines.<module>`` imports that module."""
+    """``import baselines`` imports no paper family (nor SRPT's plan kernels); ``make``
+    imports the family of the name it builds, and ``baselines.<module>`` imports that module."""
     out = subprocess.run([sys.executable, "-c", _IMPORT], cwd=ROOT, capture_output=True, text=True,
                          check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     res = json.loads(out.stdout.strip().splitlines()[-1])
     families = {m for m in baselines.FAMILIES}
     assert not families & set(res["before"]), res["before"]
     assert "baselines.classic" in res["before"]
+    assert "baselines.srpt_plan" not in res["before"]  # SRPT's kernels load with its first run
     assert res["made"] == "baselines.topo" and res["topo"] and not res["hadar"]
     assert res["attr"] == "baselines.hadar"
 
