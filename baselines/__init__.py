@@ -7,9 +7,13 @@ one. Each is a :class:`hetgym.decisions.Scheduler`: ``reset(view)`` and
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import pkgutil
 from typing import Any, Callable
 
 from baselines.classic import FIFO, SJF, SRPT, PolicyScheduler
+from hetgym._lazy import lazy_attributes
 from hetgym.decisions import Scheduler
 
 __all__ = ["names", "make", "register", "Scheduler", "PolicyScheduler"]
@@ -45,20 +49,48 @@ register("sjf", SJF)
 register("srpt", SRPT.make)
 
 
-def _register_optional() -> None:
-    """Register the paper families whose modules are present."""
-    import importlib
+#: The paper families: module -> the names of its ``BASELINES`` (in its order). They are
+#: registered by name and the module is imported on the first ``make`` of one of them, so
+#: that ``import baselines`` loads only the classic schedulers
+#: (tests/baselines/test_registry.py checks these lists against the modules).
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "baselines.allox": ("allox", "allox+", "es", "drff", "drfs", "drfa", "bf", "jsq+", "sjf+"),
+    "baselines.fitgpp": ("fitgpp", "lrtp", "rand"),
+    "baselines.andreas": ("andreas-rg", "andreas-fifo", "andreas-edf", "andreas-ps"),
+    "baselines.gavel": ("gavel-las", "gavel-las-perf", "gavel-fifo", "gavel-fifo-perf", "gavel-ftf",
+                        "gavel-ftf-perf", "gavel-makespan", "gavel-maxtput"),
+    "baselines.tiresias": ("tiresias",),
+    "baselines.yarn": ("yarn-cs",),
+    "baselines.topo": ("topo-aware", "topo-aware-p", "topo-fcfs", "topo-bf"),
+    "baselines.hadar": ("hadar", "hadare"),
+}
 
-    for mod in ("baselines.allox", "baselines.fitgpp", "baselines.andreas", "baselines.gavel",
-                "baselines.tiresias", "baselines.yarn", "baselines.topo", "baselines.hadar"):
-        try:
-            m = importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod:
-                raise
+
+class _FamilyFactory:
+    """Factory of ``name`` from its family's ``BASELINES``, importing the module on first call."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self.module, self.name = module, name
+
+    def __call__(self, **params: Any) -> Any:
+        return importlib.import_module(self.module).BASELINES[self.name](**params)
+
+    def __repr__(self) -> str:
+        return f"<{self.module}.BASELINES[{self.name!r}]>"
+
+
+def _register_optional() -> None:
+    """Register the paper families whose modules are present (found, not imported)."""
+    for mod, family in FAMILIES.items():
+        if importlib.util.find_spec(mod) is None:
             continue
-        for n, f in getattr(m, "BASELINES", {}).items():
-            register(n, f)
+        for n in family:
+            register(n, _FamilyFactory(mod, n))
 
 
 _register_optional()
+
+# ``baselines.<module>`` as an attribute imports the module (``import baselines`` used to
+# import every family, which made their modules attributes)
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), {},
+                                       {m.name for m in pkgutil.iter_modules(__path__)})

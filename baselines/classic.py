@@ -8,6 +8,7 @@ that has room, see :class:`~baselines.parts.FastestFirst`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,10 +22,12 @@ from baselines.parts import (
     ShortestFirst,
     WaitingGroups,
 )
-from baselines.srpt_plan import SRPTPlan
 from hetgym.decisions import Decision, Placement, Preempt, Start
 from hetgym.sim.codes import JobStatus
 from hetgym.sim.view import View
+
+if TYPE_CHECKING:  # pragma: no cover
+    from baselines.srpt_plan import SRPTPlan
 
 __all__ = ["FIFO", "SJF", "SRPT", "PolicyScheduler"]
 
@@ -191,6 +194,9 @@ class SRPT:
         """Shape heaps of the waiting jobs for the fast path (when it applies)."""
         self._groups: SRPTPlan | None = None
         if isinstance(view, View) and type(self.devices) in (FastestFirst, FastestOnly):
+            # the plan's kernels load with the first SRPT run, not with ``import baselines``
+            from baselines.srpt_plan import SRPTPlan
+
             self._groups = SRPTPlan(view, self.devices.table(view))  # type: ignore[attr-defined]
             self._proposed: list[Start | _Preempted] = []
 

@@ -139,16 +139,17 @@ class ThroughputModel:
             col = f"tput_{key}"
             if col in out.columns:
                 continue
+            # one call per distinct job type (and gang size), in order of first appearance
             if key == "cpu":
                 speedups = speedups or self.cpu_speedups(rng, cpu_speedup)
-                vals = [
-                    self.gpu_throughput(jt, "K80", 1) / speedups[jt] for jt in out["job_type"]
-                ]
+                types = out["job_type"].tolist()
+                per_type = {jt: self.gpu_throughput(jt, "K80", 1) / speedups[jt]
+                            for jt in dict.fromkeys(types)}
+                vals = [per_type[jt] for jt in types]
             else:
-                vals = [
-                    self.gpu_throughput(jt, dev, int(w))
-                    for jt, w in zip(out["job_type"], out["workers"])
-                ]
+                keys = list(zip(out["job_type"].tolist(), [int(w) for w in out["workers"].tolist()]))
+                per_key = {k: self.gpu_throughput(k[0], dev, k[1]) for k in dict.fromkeys(keys)}
+                vals = [per_key[k] for k in keys]
             out[col] = np.asarray(vals, dtype=np.float64)
         return out
 

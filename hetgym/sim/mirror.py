@@ -27,6 +27,7 @@ from numba.experimental import structref
 from numba.experimental.jitclass.base import imp_dtor
 from numba.extending import intrinsic
 
+from hetgym.sim.numba_start import load_registries
 from hetgym.sim.state import (
     JobArrays,
     JobState,
@@ -200,5 +201,6 @@ def _mirror_plain_nb(P, S):
 def mirror(params: Params, state: State) -> Mirror:
     """The structref mirror of ``(params, state)`` (same arrays, no copies); ``P`` is a
     :data:`PlainParamsK` when the run has no interference, else a :data:`ParamsK`."""
+    load_registries()  # the first compiled call of a run: Numba's start without scipy.linalg
     build = _mirror_plain_nb if params.opts.interf_mode == 0 else _mirror_nb
     return Mirror(*build(params, state))
