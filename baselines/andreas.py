@@ -13,7 +13,10 @@ Schedulers (``baselines.names()``):
   arrived unfinished job (running or waiting): pressure order (Eq. 2), best
   configuration by the D* rule, node binding, proxy objective (Eq. 1); iteration 0 is
   the deterministic greedy, iterations 1 .. ``max_iter`` - 1 are randomised (Numba,
-  :mod:`baselines.andreas_kernel`), seeded from ``view.rng`` so a run repeats. The plan
+  :mod:`baselines.andreas_kernel`), seeded from ``view.rng`` so a run repeats. The draws
+  are counter-based (splitmix64 of the decision point's seed, the iteration and the
+  position in the order), so the iterations are independent and one whose proxy objective
+  provably exceeds the best so far is abandoned early, with the same result. The plan
   is applied: unchanged jobs keep running, changed ones move (``Move``: restart delay,
   checkpoint rule, no preemption counted), postponed ones are preempted.
 * ``andreas-fifo``, ``andreas-edf``, ``andreas-ps`` :class:`FirstPrinciple` (paper
