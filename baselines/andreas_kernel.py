@@ -657,7 +657,7 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
     # (placed: tardiness at its fastest entry; postponed: rho x that or more) and per node
     # (``cmin[k, f]``: the cheapest first-job cost an entry of class k with at most f GPUs
     # can bring)
-    big = np.iinfo(np.int64).max
+    big = 1 << 62
     gmin = np.full((nrow, nk), big, dtype=np.int64)
     gall = np.full(nk, big, dtype=np.int64)
     pj = np.zeros(nrow)

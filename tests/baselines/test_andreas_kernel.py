@@ -28,9 +28,12 @@ CASES = [
 ]
 
 
+NARGS = 31  # the kernel's arguments before scan and prune
+
+
 def rg_search_ref_nb(*args):
     """The search as a plain scan of the class's nodes, no iteration abandoned (the reference)."""
-    return rg_search_nb(*args, True, False)
+    return rg_search_nb(*args[:NARGS], True, False)
 
 
 def searching_with(search):
@@ -64,7 +67,7 @@ def test_calls_match_the_reference_search() -> None:
     calls = []
 
     def spy(*args):
-        calls.append([a.copy() if isinstance(a, np.ndarray) else a for a in args])
+        calls.append([a.copy() if isinstance(a, np.ndarray) else a for a in args[:NARGS]])
         return rg_search_nb(*args)
 
     saved = andreas_mod.rg_search_nb
@@ -79,7 +82,7 @@ def test_calls_match_the_reference_search() -> None:
         a, b, c = list(args), list(args), list(args)
         for x in (a, b, c):
             x[-2], x[-1] = np.empty_like(args[-2]), np.empty_like(args[-1])
-        f = rg_search_nb(*a)
+        f = rg_search_nb(*a, False, True)
         assert f == rg_search_ref_nb(*b)
         assert (a[-2] == b[-2]).all() and (a[-1] == b[-1]).all()
         assert rg_search_nb(*c, False, False) == f  # no pruning: the same plan
@@ -91,7 +94,7 @@ def test_calls_match_the_reference_search() -> None:
 def test_no_pruning_matches_on_runs() -> None:
     """A whole run (fitgpp-lab: an energy-only objective, where pruning abandons about
     half the iterations) is the same with and without pruning."""
-    no_prune = searching_with(lambda *args: rg_search_nb(*args, False, False))
+    no_prune = searching_with(lambda *args: rg_search_nb(*args[:NARGS], False, False))
     sc = hetgym.scenarios.get("fitgpp-lab", n_jobs=150, nodes=12)
     assert_same_schedule(sc, AndreasRG(max_iter=60), no_prune(max_iter=60))
 
