@@ -4,8 +4,9 @@ table of one decision point and the Randomized Greedy search.
 Configurations are enumerated per *node class* (nodes of one GPU type, GPU count and
 power model are interchangeable, A-A4) and bound to a concrete node during the
 construction. Inputs are plain arrays built by :mod:`baselines.andreas_parts`; nothing
-here reads the simulator. Randomness comes from Numba's generator, seeded once per call
-from the run's RNG (``view.rng``), so a run repeats.
+here reads the simulator. Randomness is counter-based (:func:`draw_nb`, splitmix64 of the
+call's seed, the iteration and a counter), the seed drawn once per call from the run's RNG
+(``view.rng``), so a run repeats.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["config_table_nb", "pinned_nodes_nb", "rg_search_nb", "swap_pass_nb"]
+__all__ = ["config_table_nb", "draw_nb", "iter_key_nb", "pinned_nodes_nb", "rg_search_nb", "swap_pass_nb"]
 
 
 @njit(cache=True)
@@ -124,28 +125,81 @@ def pinned_nodes_nb(jobs, nworkers, worker_node, worker_gpu, t_left, of_node, ra
     return 0
 
 
+# ---- counter-based draws: every draw of an iteration is a pure function of (the call's seed,
+# the iteration, a counter), splitmix64's output function on a Weyl sequence, so that the
+# iterations do not depend on each other (an abandoned iteration changes no other draw).
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+@njit(cache=True, inline="always")
+def _mix_nb(z):
+    """splitmix64's finaliser of the uint64 z."""
+    z = (z ^ (z >> np.uint64(30))) * _M1
+    z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True, inline="always")
+def iter_key_nb(seed, it):
+    """Key of iteration ``it`` of the search seeded with ``seed``."""
+    return _mix_nb(_mix_nb(np.uint64(seed)) + np.uint64(it) * _GOLDEN)
+
+
+@njit(cache=True, inline="always")
+def _bits_nb(key, ctr):
+    """Draw number ``ctr`` of the iteration with key ``key``: 53 uniform bits (int64)."""
+    return np.int64(_mix_nb(key + (np.uint64(ctr) + np.uint64(1)) * _GOLDEN) >> np.uint64(11))
+
+
+@njit(cache=True, inline="always")
+def draw_nb(key, ctr):
+    """Uniform [0, 1) double number ``ctr`` of the iteration with key ``key`` (53 bits)."""
+    return float(_bits_nb(key, ctr)) * (1.0 / 9007199254740992.0)
+
+
 @njit(cache=True)
-def swap_pass_nb(order, weight, pi):
+def threshold_nb(p):
+    """The integer T with ``_bits_nb(...) < T`` exactly when ``draw_nb(...) < p`` (x / 2^53
+    < p for an integer x < 2^53 is x < ceil(p x 2^53), the product exact)."""
+    return np.int64(min(max(np.ceil(p * 9007199254740992.0), 0.0), 9007199254740992.0))
+
+
+@njit(cache=True, inline="always")
+def _below_nb(key, ctr, top):
+    """Uniform integer in [0, top) from draw ``ctr``."""
+    return min(int(draw_nb(key, ctr) * top), top - 1)
+
+
+@njit(cache=True, inline="always")
+def _swap_p_nb(a, b, pi):
+    """A-A2: probability of swapping an adjacent pair of weights (a ahead, b behind)."""
+    return 0.5 - pi if a > b else (0.5 + pi if a < b else 0.5)
+
+
+@njit(cache=True)
+def swap_pass_nb(order, weight, pi, key):
     """One randomised pass over adjacent pairs from the head (A-A2): swap (i, i+1) with
     probability 0.5 - pi if w_i > w_{i+1}, 0.5 + pi if w_i < w_{i+1}, else 0.5 (heavier
-    jobs tend to stay ahead)."""
+    jobs tend to stay ahead); pair i uses draw 4 i of the iteration ``key``. The search
+    makes the same pass lazily (position by position); this is its reference."""
     for i in range(order.shape[0] - 1):
-        a = weight[order[i]]
-        b = weight[order[i + 1]]
-        p = 0.5 - pi if a > b else (0.5 + pi if a < b else 0.5)
-        if np.random.random() < p:
+        if draw_nb(key, 4 * i) < _swap_p_nb(weight[order[i]], weight[order[i + 1]], pi):
             x = order[i]
             order[i] = order[i + 1]
             order[i + 1] = x
 
 
 @njit(cache=True, inline="always")
-def _pick_nb(n, frac, randomised):
-    """Index among the first max(1, round(frac * n)) entries: 0, or uniform if randomised."""
+def _pick_nb(n, frac, randomised, key, ctr):
+    """Index among the first max(1, round(frac * n)) entries: 0, or uniform (draw ``ctr``)
+    if randomised."""
     if not randomised or n <= 1:
         return 0
     top = max(1, int(np.round(frac * n)))
-    return np.random.randint(0, top)
+    return 0 if top == 1 else _below_nb(key, ctr, top)
 
 
 # ---- node buckets: the nodes of class k with f free GPUs in the plan, open or unused, as
@@ -203,10 +257,10 @@ def _bucket_flip_nb(bits, cnt, k, f, p, on):
 
 @njit(cache=True, inline="always")
 def _open_fit_nb(k, g, node_free, node_res, node_open, fast, ob, oc, cls_start, cls_nodes,
-                 beta, randomised, scr, cls_free):
+                 beta, randomised, scr, cls_free, key, ctr):
     """Best-fit open node of class k with >= g free GPUs in the plan beyond ``node_res``
     (fewest left, lowest index on ties); randomised: uniform among the first
-    max(1, round(beta x count)) in that order. ``cls_free[k]`` (free GPUs of the class)
+    max(1, round(beta x count)) in that order (draw ``ctr`` of ``key``). ``cls_free[k]`` (free GPUs of the class)
     rejects in O(1); with ``fast`` (nothing held back) the open buckets ``ob`` / ``oc``
     answer, otherwise the class's nodes are scanned."""
     if cls_free[k] < g:
@@ -219,7 +273,7 @@ def _open_fit_nb(k, g, node_free, node_res, node_open, fast, ob, oc, cls_start, 
         if c == 0:
             return -1
         top = 1 if not randomised or c <= 1 else max(1, int(np.round(beta * c)))
-        r = 0 if top == 1 else np.random.randint(0, top)
+        r = 0 if top == 1 else _below_nb(key, ctr, top)
         for f in range(g, gm + 1):
             if r < oc[k, f]:
                 return cls_nodes[cls_start[k] + _bucket_nth_nb(ob, k, f, r)]
@@ -242,7 +296,7 @@ def _open_fit_nb(k, g, node_free, node_res, node_open, fast, ob, oc, cls_start, 
             scr[b] = scr[b - 1]
             b -= 1
         scr[b] = x
-    return scr[0] if top == 1 else scr[np.random.randint(0, top)]
+    return scr[0] if top == 1 else scr[_below_nb(key, ctr, top)]
 
 
 @njit(cache=True, inline="always")
@@ -265,15 +319,16 @@ def _unused_nb(k, g, node_free, node_res, node_open, fast, ub, cls_start, cls_no
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _bind_same_nb(j, e, cfg_cls, cfg_g, node_free, node_res, node_open, fast, ob, oc, ub,
-                  cls_start, cls_nodes, beta, rnd, scr, cls_free):
+                  cls_start, cls_nodes, beta, rnd, scr, cls_free, key, ctr):
     """Steps (ii) an open node of the class, best fit, (iii) the lowest-index unused node of
-    the class, for entry e of job row j; the node or -1. ``node_res`` holds GPUs back."""
+    the class, for entry e of job row j; the node or -1. ``node_res`` holds GPUs back;
+    a randomised open-node pick uses draw ``ctr`` of ``key``."""
     k = cfg_cls[j, e]
     g = cfg_g[j, e]
     n = _open_fit_nb(k, g, node_free, node_res, node_open, fast, ob, oc, cls_start, cls_nodes,
-                     beta, rnd, scr, cls_free)
+                     beta, rnd, scr, cls_free, key, ctr)
     if n >= 0:
         return n
     return _unused_nb(k, g, node_free, node_res, node_open, fast, ub, cls_start, cls_nodes, cls_free)
@@ -290,7 +345,7 @@ def _bind_other_nb(j, e, cfg_cls, cfg_g, dl, dlen, cl, clen, node_free, node_res
         if e2 == e:
             continue
         n = _open_fit_nb(cfg_cls[j, e2], cfg_g[j, e2], node_free, node_res, node_open, fast, ob,
-                         oc, cls_start, cls_nodes, 0.0, False, scr, cls_free)
+                         oc, cls_start, cls_nodes, 0.0, False, scr, cls_free, np.uint64(0), 0)
         if n >= 0:
             return n, e2
     for s in range(dlen[j] + clen[j]):
@@ -303,141 +358,103 @@ def _bind_other_nb(j, e, cfg_cls, cfg_g, dl, dlen, cl, clen, node_free, node_res
 
 
 @njit(cache=True, inline="always")
-def _any_fits_nb(j, dl, dlen, cl, clen, cfg_cls, cfg_g, maxfree):
-    """Whether some entry (class k, g) of job row j has a node with >= g free GPUs
-    (``maxfree[k]``: the most free GPUs on one node of class k in the plan)."""
-    for s in range(dlen[j] + clen[j]):
-        e = dl[j, s] if s < dlen[j] else cl[j, s - dlen[j]]
-        if maxfree[cfg_cls[j, e]] >= cfg_g[j, e]:
+def _any_fits_nb(j, gmin, maxfree):
+    """Whether some entry of job row j has a node with enough free GPUs: ``gmin[j, k]``
+    (fewest GPUs of its entries of class k) <= ``maxfree[k]`` (the most free GPUs on one
+    node of class k in the plan) for some class k."""
+    for k in range(maxfree.shape[0]):
+        if maxfree[k] >= gmin[j, k]:
             return True
     return False
 
 
+@njit(cache=True, inline="always")
+def _closed_nb(maxfree, gall):
+    """Whether no job of the call fits any node any more (``gall[k]``: fewest GPUs of any
+    entry of class k)."""
+    for k in range(maxfree.shape[0]):
+        if maxfree[k] >= gall[k]:
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def _node_lb_nb(is_open, ft, fc, free, k, cmin):
+    """A lower bound of a node's final energy term in f_OBJ: 0 unless it is open with a
+    first-ending job; then min(that job's cost ``fc``, ``cmin[k, free]``) (a job placed
+    later either ends later, and the term stays, or ends first and costs at least the
+    cheapest entry of class k with at most ``free`` GPUs, ``cmin[k, free]``)."""
+    if not is_open or ft == np.inf or k < 0:
+        return 0.0
+    return min(fc, cmin[k, free])
+
+
 @njit(cache=True)
-def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, mj,
-                 cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
-                 cls_nodes, cls_rate, now, horizon_h, rho, alpha, beta, pi, max_iter, seed,
-                 out_node, out_cfg, scan=False):
-    """Algorithm 1 of the paper with the assignment rules of spec 4.1 step 4 (c).
-
-    A-A5 (a running job keeps its node when its configuration still fits there) is
-    upheld against jobs placed before it: the GPUs of running jobs (``cur_node``,
-    ``cur_g``) are held back until their own turn: steps (ii)-(v) first bind a job around
-    them (another node, or another configuration), and only when nothing fits that way
-    again on every free GPU, displacing a running job.
-
-    Iteration 0 is the deterministic greedy (``base_order`` = pressure descending, first
-    entry of D* else of D*^C, best-fit node); iterations 1 .. max_iter - 1 randomise
-    the order (:func:`swap_pass_nb`), the configuration (uniform among the first
-    ``round(alpha x |list|)``) and the open node (``beta``). Each plan is scored by the
-    proxy objective f_OBJ (Eq. 1) and the best is kept (ties: the earlier iteration).
-    Nodes start with ``node_free0`` free GPUs, ``node_open0`` and a first-ending job of
-    duration ``first_t0`` and cost ``first_c0`` (EUR) for jobs the plan does not move.
-    ``base_order`` holds row indices of the job arrays (rows not in it stay -1). Writes
-    the best plan (``out_node[i]`` = node or -1 postponed, ``out_cfg[i]`` = entry of row
-    i's configurations) and returns its f_OBJ (EUR).
-
-    Cost: everything is allocated once per call; an iteration costs O(jobs x G x words)
-    (node buckets by free GPUs, :func:`_open_fit_nb`) while no GPU is held back for a
-    running job, which is every iteration when no running job is re-planned. ``scan=True``
-    does every binding step as a scan (and sort) of the class's nodes, without the
-    shortcuts (main's search before the buckets): the same draws and results, which
-    ``tests/baselines/test_andreas_kernel.py`` checks.
-    """
-    np.random.seed(seed)
+def _iterations_nb(it0, it1, seed, best, prune, scale, scan, base_order, weight, deadline, cfg_cls,
+                   cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g, node_cls, node_free0,
+                   node_open0, first_t0, first_c0, cls_start, cls_nodes, cls_rate, now, alpha, beta,
+                   thr_gt, thr_lt, thr_eq, res0, res_total0, cls_free0, maxfree0, pos, gmin, gall,
+                   pj, npos, lbj, total_lb, cmin, e_lb0, node_free, node_open, first_t, first_c,
+                   node_res, cls_free, maxfree, ob, oc, ub, uc, plan_node, plan_cfg, scr, tn, tflag,
+                   placed, rn, zero, out_node, out_cfg):
+    """Iterations ``it0`` .. ``it1`` - 1 of Algorithm 1 (draws of iteration ``it`` from
+    :func:`iter_key_nb` (seed, it); ``thr_*``: the swap probabilities as
+    :func:`threshold_nb`), each a construction scored by f_OBJ; a plan better than ``best``
+    (strictly: ties keep the earlier iteration) is written to ``out_node`` / ``out_cfg``;
+    returns the best f_OBJ. With ``prune`` an iteration is abandoned as soon as a lower
+    bound of its f_OBJ exceeds the best so far by 1e-9 x (best + ``scale``) (it could not
+    be kept). Once no job of the call fits any node (:func:`_closed_nb`) every job left is
+    postponed: it only adds its cost ``pj`` (``npos`` jobs have ``pj > 0``; none left: the
+    iteration stops there). Each iteration starts from and restores the scratch state
+    (the nodes it touched, listed in ``tn``; the running jobs' held GPUs, ``rn``)."""
     nj = base_order.shape[0]
-    nrow = out_node.shape[0]
     nn = node_cls.shape[0]
-    nk = cls_start.shape[0] - 1
-    order = np.empty(nj, dtype=np.int64)
-    node_free = np.empty(nn, dtype=np.int64)
-    node_open = np.empty(nn, dtype=np.bool_)
-    first_t = np.empty(nn)
-    first_c = np.empty(nn)
-    plan_node = np.full(nrow, -1, dtype=np.int64)
-    plan_cfg = np.full(nrow, -1, dtype=np.int64)
-    scr = np.empty(nn, dtype=np.int64)
-    res0 = np.zeros(nn, dtype=np.int64)
-    node_res = np.empty(nn, dtype=np.int64)
-    zero = np.zeros(nn, dtype=np.int64)
-    res_total0 = 0
-    for q in range(nj):
-        c = cur_node[base_order[q]]
-        if c >= 0:
-            res0[c] += cur_g[base_order[q]]
-            res_total0 += cur_g[base_order[q]]
-    cls_free0 = np.zeros(nk, dtype=np.int64)
-    gm = 0
-    for n in range(nn):
-        if node_cls[n] >= 0:
-            cls_free0[node_cls[n]] += node_free0[n]
-            gm = max(gm, node_free0[n])
-    cls_free = np.empty(nk, dtype=np.int64)
-    width = 1
-    for k in range(nk):
-        width = max(width, cls_start[k + 1] - cls_start[k])
-    nw = (width + 63) // 64
-    pos = np.zeros(nn, dtype=np.int64)
-    ob0 = np.zeros((nk, gm + 1, nw), dtype=np.uint64)
-    oc0 = np.zeros((nk, gm + 1), dtype=np.int64)
-    ub0 = np.zeros((nk, gm + 1, nw), dtype=np.uint64)
-    uc0 = np.zeros((nk, gm + 1), dtype=np.int64)
-    for k in range(nk):
-        for p in range(cls_start[k], cls_start[k + 1]):
-            n = cls_nodes[p]
-            pos[n] = p - cls_start[k]
-            if node_open0[n]:
-                _bucket_flip_nb(ob0, oc0, k, node_free0[n], pos[n], True)
-            else:
-                _bucket_flip_nb(ub0, uc0, k, node_free0[n], pos[n], True)
-    maxfree0 = np.zeros(nk, dtype=np.int64)  # most free GPUs on one node of the class
-    for n in range(nn):
-        if node_cls[n] >= 0:
-            maxfree0[node_cls[n]] = max(maxfree0[node_cls[n]], node_free0[n])
-    maxfree = np.empty(nk, dtype=np.int64)
-    ob = np.empty_like(ob0)
-    oc = np.empty_like(oc0)
-    ub = np.empty_like(ub0)
-    uc = np.empty_like(uc0)
-    free_total0 = 0
-    for n in range(nn):
-        free_total0 += node_free0[n]
-    best = np.inf
-    for i in range(nrow):
-        out_node[i] = -1
-        out_cfg[i] = -1
-    for it in range(max_iter):
+    for it in range(it0, it1):
+        key = iter_key_nb(seed, it)
+        bound = best if prune else np.inf
+        tol = 1e-9 * (bound + scale)
         rnd = it > 0
-        order[:] = base_order
-        if rnd:
-            swap_pass_nb(order, weight, pi)
-        node_free[:] = node_free0
-        node_open[:] = node_open0
-        node_res[:] = res0
         res_total = res_total0
-        cls_free[:] = cls_free0
-        maxfree[:] = maxfree0
-        ob[:] = ob0
-        oc[:] = oc0
-        ub[:] = ub0
-        uc[:] = uc0
-        first_t[:] = first_t0
-        first_c[:] = first_c0
+        closed = _closed_nb(maxfree, gall)
         f = 0.0
-        free_total = free_total0
+        rem_lb = total_lb
+        rem_pos = npos
+        e_lb = e_lb0
+        nt = 0
+        m = 0
+        nr = 0
+        done = True
+        carry = base_order[0] if nj > 0 else -1
         for q in range(nj):
-            j = order[q]
-            plan_node[j] = -1
-            plan_cfg[j] = -1
-            if free_total == 0:  # the plan has no GPU left: every job from here is postponed
-                late = now + horizon_h + mj[j] - deadline[j]
-                if late > 0.0:
-                    f += rho * weight[j] * late
+            if closed and rem_pos == 0:  # every job left is postponed at no cost
+                break
+            # the swap pass (A-A2), made lazily: pair (q, q + 1) decides who takes position q
+            if q + 1 < nj:
+                b = base_order[q + 1]
+                a = carry
+                if rnd:  # draw_nb(key, 4 q) < _swap_p_nb(weight[a], weight[b], pi), in integers
+                    wa = weight[a]
+                    wb = weight[b]
+                    sw = _bits_nb(key, 4 * q) < (thr_gt if wa > wb else (thr_lt if wa < wb else thr_eq))
+                else:
+                    sw = False
+                j = b if sw else a
+                carry = a if sw else b
+            else:
+                j = carry
+            if q > 0 and f + rem_lb + e_lb > bound + tol:
+                done = False
+                break
+            rem_lb -= lbj[j]
+            if pj[j] > 0.0:
+                rem_pos -= 1
+            if closed:  # no entry of any job fits any node: postponed
+                f += pj[j]
                 continue
             if dlen[j] > 0:
-                e = dl[j, _pick_nb(dlen[j], alpha, rnd)]
+                e = dl[j, _pick_nb(dlen[j], alpha, rnd, key, 4 * q + 1)]
             elif clen[j] > 0:
-                e = cl[j, _pick_nb(clen[j], alpha, rnd)]
+                e = cl[j, _pick_nb(clen[j], alpha, rnd, key, 4 * q + 1)]
             else:
                 continue
             k = cfg_cls[j, e]
@@ -447,14 +464,14 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
             if c >= 0:
                 node_res[c] -= cur_g[j]  # its turn: the job's own GPUs are no longer held back
                 res_total -= cur_g[j]
+                rn[nr] = c
+                nr += 1
                 if node_cls[c] == k and node_free[c] >= g:  # (i) stay (A-A5)
                     n = c
-            if n < 0 and not scan and not _any_fits_nb(j, dl, dlen, cl, clen, cfg_cls, cfg_g, maxfree):
+            if n < 0 and not scan and not _any_fits_nb(j, gmin, maxfree):
                 # no entry fits any node of its class, held-back GPUs or not: steps
                 # (ii)-(v) would fail, and a failed binding draws nothing
-                late = now + horizon_h + mj[j] - deadline[j]
-                if late > 0.0:
-                    f += rho * weight[j] * late
+                f += pj[j]
                 continue
             # (ii)-(v) first on GPUs not held back for running jobs still to come, then
             # (ii)-(v) again on every free GPU (a running job may be displaced); with
@@ -466,21 +483,27 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
                 held = node_res if pas == 0 else zero
                 fast = not scan and (pas == 1 or res_total == 0)
                 n = _bind_same_nb(j, e, cfg_cls, cfg_g, node_free, held, node_open, fast, ob, oc,
-                                  ub, cls_start, cls_nodes, beta, rnd, scr, cls_free)
+                                  ub, cls_start, cls_nodes, beta, rnd, scr, cls_free, key,
+                                  4 * q + 2 + pas)
                 if n < 0:
                     n, e = _bind_other_nb(j, e, cfg_cls, cfg_g, dl, dlen, cl, clen, node_free,
                                           held, node_open, fast, ob, oc, ub, cls_start,
                                           cls_nodes, scr, cls_free)
             if n < 0:  # (vi) postpone
-                late = now + horizon_h + mj[j] - deadline[j]
-                if late > 0.0:
-                    f += rho * weight[j] * late
+                f += pj[j]
                 continue
             g = cfg_g[j, e]
             t = cfg_t[j, e]
             k = node_cls[n]
             plan_node[j] = n
             plan_cfg[j] = e
+            placed[m] = j
+            m += 1
+            if not tflag[n]:
+                tflag[n] = True
+                tn[nt] = n
+                nt += 1
+            e_lb -= _node_lb_nb(node_open[n], first_t[n], first_c[n], node_free[n], k, cmin)
             if node_open[n]:
                 _bucket_flip_nb(ob, oc, k, node_free[n], pos[n], False)
             else:
@@ -488,9 +511,9 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
             node_free[n] -= g
             _bucket_flip_nb(ob, oc, k, node_free[n], pos[n], True)
             cls_free[k] -= g
-            free_total -= g
             while maxfree[k] > 0 and oc[k, maxfree[k]] + uc[k, maxfree[k]] == 0:
                 maxfree[k] -= 1
+            closed = _closed_nb(maxfree, gall)
             node_open[n] = True
             late = now + t - deadline[j]
             if late > 0.0:
@@ -498,11 +521,189 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
             if t < first_t[n]:
                 first_t[n] = t
                 first_c[n] = t * cls_rate[k, g]
-        for n in range(nn):
-            if node_open[n] and first_t[n] < np.inf:
-                f += first_c[n]
+            e_lb += _node_lb_nb(True, first_t[n], first_c[n], node_free[n], k, cmin)
+        if done:
+            for n in range(nn):
+                if node_open[n] and first_t[n] < np.inf:
+                    f += first_c[n]
+        else:
+            f = np.inf
+        # restore the scratch: the nodes placed on, the held-back GPUs, the class counters
+        for a in range(nt):
+            n = tn[a]
+            k = node_cls[n]
+            _bucket_flip_nb(ob, oc, k, node_free[n], pos[n], False)
+            if node_open0[n]:
+                _bucket_flip_nb(ob, oc, k, node_free0[n], pos[n], True)
+            else:
+                _bucket_flip_nb(ub, uc, k, node_free0[n], pos[n], True)
+            node_free[n] = node_free0[n]
+            node_open[n] = node_open0[n]
+            first_t[n] = first_t0[n]
+            first_c[n] = first_c0[n]
+            tflag[n] = False
+        for a in range(nr):
+            node_res[rn[a]] = res0[rn[a]]
+        cls_free[:] = cls_free0
+        maxfree[:] = maxfree0
         if f < best:
             best = f
-            out_node[:] = plan_node
-            out_cfg[:] = plan_cfg
+            out_node[:] = -1
+            out_cfg[:] = -1
+            for a in range(m):
+                out_node[placed[a]] = plan_node[placed[a]]
+                out_cfg[placed[a]] = plan_cfg[placed[a]]
     return best
+
+
+@njit(cache=True)
+def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, mj,
+                 cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
+                 cls_nodes, cls_rate, now, horizon_h, rho, alpha, beta, pi, max_iter, seed,
+                 out_node, out_cfg, scan=False, prune=True):
+    """Algorithm 1 of the paper with the assignment rules of spec 4.1 step 4 (c).
+
+    A-A5 (a running job keeps its node when its configuration still fits there) is
+    upheld against jobs placed before it: the GPUs of running jobs (``cur_node``,
+    ``cur_g``) are held back until their own turn: steps (ii)-(v) first bind a job around
+    them (another node, or another configuration), and only when nothing fits that way
+    again on every free GPU, displacing a running job.
+
+    Iteration 0 is the deterministic greedy (``base_order`` = pressure descending, first
+    entry of D* else of D*^C, best-fit node); iterations 1 .. max_iter - 1 randomise
+    the order (the swap pass of :func:`swap_pass_nb`), the configuration (uniform among
+    the first ``round(alpha x |list|)``) and the open node (``beta``). Each plan is scored
+    by the proxy objective f_OBJ (Eq. 1) and the best is kept (ties: the earlier iteration).
+    Nodes start with ``node_free0`` free GPUs, ``node_open0`` and a first-ending job of
+    duration ``first_t0`` and cost ``first_c0`` (EUR) for jobs the plan does not move.
+    ``base_order`` holds row indices of the job arrays (rows not in it stay -1). Writes
+    the best plan (``out_node[i]`` = node or -1 postponed, ``out_cfg[i]`` = entry of row
+    i's configurations) and returns its f_OBJ (EUR).
+
+    Randomness: counter-based (:func:`draw_nb`): the draws of iteration ``it`` are a pure
+    function of (``seed``, ``it``, position in the order, kind of draw), not a stream
+    shared by the iterations. So ``prune`` can abandon an iteration as soon as a lower
+    bound of its f_OBJ (tardiness and postponement so far, at least w x max(0, pressure)
+    for each job still to place, and a lower bound of each node's energy term,
+    :func:`_node_lb_nb`) exceeds the best so far by a relative 1e-9 (well above rounding):
+    such a plan could not be kept, and no other iteration's draws change, so the result
+    is the same with and without ``prune``.
+
+    Cost: everything is allocated once per call; an iteration costs O(jobs x G x words)
+    (node buckets by free GPUs, :func:`_open_fit_nb`) while no GPU is held back for a
+    running job, which is every iteration when no running job is re-planned, and restores
+    only the nodes it touched. ``scan=True`` does every binding step as a scan (and sort)
+    of the class's nodes, without the shortcuts: the same draws and results, which
+    ``tests/baselines/test_andreas_kernel.py`` checks.
+    """
+    nj = base_order.shape[0]
+    nrow = out_node.shape[0]
+    nn = node_cls.shape[0]
+    nk = cls_start.shape[0] - 1
+    node_free = node_free0.copy()
+    node_open = node_open0.copy()
+    first_t = first_t0.copy()
+    first_c = first_c0.copy()
+    plan_node = np.full(nrow, -1, dtype=np.int64)
+    plan_cfg = np.full(nrow, -1, dtype=np.int64)
+    scr = np.empty(nn, dtype=np.int64)
+    tn = np.empty(nn, dtype=np.int64)
+    tflag = np.zeros(nn, dtype=np.bool_)
+    placed = np.empty(max(nj, 1), dtype=np.int64)
+    rn = np.empty(max(nj, 1), dtype=np.int64)
+    thr_gt = threshold_nb(0.5 - pi)  # A-A2's swap probabilities (_swap_p_nb)
+    thr_lt = threshold_nb(0.5 + pi)
+    thr_eq = threshold_nb(0.5)
+    res0 = np.zeros(nn, dtype=np.int64)
+    zero = np.zeros(nn, dtype=np.int64)
+    res_total0 = 0
+    for q in range(nj):
+        c = cur_node[base_order[q]]
+        if c >= 0:
+            res0[c] += cur_g[base_order[q]]
+            res_total0 += cur_g[base_order[q]]
+    node_res = res0.copy()
+    cls_free0 = np.zeros(nk, dtype=np.int64)
+    gm = 0
+    for n in range(nn):
+        if node_cls[n] >= 0:
+            cls_free0[node_cls[n]] += node_free0[n]
+            gm = max(gm, node_free0[n])
+    width = 1
+    for k in range(nk):
+        width = max(width, cls_start[k + 1] - cls_start[k])
+    nw = (width + 63) // 64
+    pos = np.zeros(nn, dtype=np.int64)
+    ob = np.zeros((nk, gm + 1, nw), dtype=np.uint64)
+    oc = np.zeros((nk, gm + 1), dtype=np.int64)
+    ub = np.zeros((nk, gm + 1, nw), dtype=np.uint64)
+    uc = np.zeros((nk, gm + 1), dtype=np.int64)
+    for k in range(nk):
+        for p in range(cls_start[k], cls_start[k + 1]):
+            n = cls_nodes[p]
+            pos[n] = p - cls_start[k]
+            if node_open0[n]:
+                _bucket_flip_nb(ob, oc, k, node_free0[n], pos[n], True)
+            else:
+                _bucket_flip_nb(ub, uc, k, node_free0[n], pos[n], True)
+    maxfree0 = np.zeros(nk, dtype=np.int64)  # most free GPUs on one node of the class
+    for n in range(nn):
+        if node_cls[n] >= 0:
+            maxfree0[node_cls[n]] = max(maxfree0[node_cls[n]], node_free0[n])
+    cls_free = cls_free0.copy()
+    maxfree = maxfree0.copy()
+    # per job: the cost of postponing it (``pj``), the fewest GPUs of its entries per class
+    # (``gmin``; ``gall``: over all jobs), and for pruning lower bounds of f_OBJ: per job
+    # (placed: tardiness at its fastest entry; postponed: rho x that or more) and per node
+    # (``cmin[k, f]``: the cheapest first-job cost an entry of class k with at most f GPUs
+    # can bring)
+    big = 1 << 62
+    gmin = np.full((nrow, nk), big, dtype=np.int64)
+    gall = np.full(nk, big, dtype=np.int64)
+    pj = np.zeros(nrow)
+    npos = 0
+    lbj = np.zeros(nrow)
+    cmin = np.full((nk, gm + 1), np.inf)
+    total_lb = 0.0
+    term = 0.0
+    for q in range(nj):
+        j = base_order[q]
+        tmin = np.inf
+        for s in range(dlen[j] + clen[j]):
+            e = dl[j, s] if s < dlen[j] else cl[j, s - dlen[j]]
+            k = cfg_cls[j, e]
+            tmin = min(tmin, cfg_t[j, e])
+            cost = cfg_t[j, e] * cls_rate[k, cfg_g[j, e]]
+            term = max(term, cost)  # every energy term is a job's cost
+            if cfg_g[j, e] <= gm:
+                cmin[k, cfg_g[j, e]] = min(cmin[k, cfg_g[j, e]], cost)
+            gmin[j, k] = min(gmin[j, k], cfg_g[j, e])
+            gall[k] = min(gall[k], cfg_g[j, e])
+        late = now + horizon_h + mj[j] - deadline[j]
+        if late > 0.0:
+            pj[j] = rho * weight[j] * late
+            npos += 1
+        late = now + tmin - deadline[j]
+        if late > 0.0:
+            lbj[j] = min(1.0, rho) * weight[j] * late
+            total_lb += lbj[j]
+    for k in range(nk):
+        for f in range(1, gm + 1):
+            cmin[k, f] = min(cmin[k, f], cmin[k, f - 1])
+    e_lb0 = 0.0
+    for n in range(nn):
+        if node_open0[n] and first_t0[n] < np.inf:
+            term = max(term, first_c0[n])
+        e_lb0 += _node_lb_nb(node_open0[n], first_t0[n], first_c0[n], node_free0[n], node_cls[n], cmin)
+    scale = total_lb + (2 * nj + nn) * term
+    for i in range(nrow):
+        out_node[i] = -1
+        out_cfg[i] = -1
+    return _iterations_nb(0, max_iter, seed, np.inf, prune, scale, scan, base_order, weight,
+                          deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g,
+                          node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
+                          cls_nodes, cls_rate, now, alpha, beta, thr_gt, thr_lt, thr_eq, res0,
+                          res_total0, cls_free0, maxfree0, pos, gmin, gall, pj, npos, lbj,
+                          total_lb, cmin, e_lb0, node_free, node_open, first_t, first_c, node_res,
+                          cls_free, maxfree, ob, oc, ub, uc, plan_node, plan_cfg, scr, tn, tflag,
+                          placed, rn, zero, out_node, out_cfg)

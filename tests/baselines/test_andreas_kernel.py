@@ -1,6 +1,7 @@
 """The ANDREAS Randomized Greedy search with node buckets and its shortcuts gives exactly
-the plans (and draws) of the plain scan it replaced (``rg_search_nb(..., scan=True)``, main's
-search): whole runs, job by job, and single calls compared entry by entry."""
+the plans (and draws) of the plain scan it replaced (``rg_search_nb(..., scan=True)``, the
+same counter-based draws): whole runs, job by job, and single calls compared entry by entry;
+abandoning iterations early (``prune``) changes nothing either."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ import pytest
 import baselines.andreas as andreas_mod
 import hetgym
 from baselines.andreas import AndreasRG
-from baselines.andreas_kernel import rg_search_nb
+from baselines.andreas_kernel import (
+    draw_nb,
+    iter_key_nb,
+    rg_search_nb,
+    swap_pass_nb,
+    threshold_nb,
+)
 from tests.baselines.test_fast_paths import assert_same_schedule
 
 CASES = [
@@ -21,21 +28,30 @@ CASES = [
 ]
 
 
+NARGS = 31  # the kernel's arguments before scan and prune
+
+
 def rg_search_ref_nb(*args):
-    """The search as a plain scan of the class's nodes (the reference)."""
-    return rg_search_nb(*args, True)
+    """The search as a plain scan of the class's nodes, no iteration abandoned (the reference)."""
+    return rg_search_nb(*args[:NARGS], True, False)
 
 
-class RefRG(AndreasRG):
-    """AndreasRG whose search is the reference scan."""
+def searching_with(search):
+    """AndreasRG whose search kernel is ``search`` (same arguments as rg_search_nb)."""
 
-    def plan(self, view):
-        saved = andreas_mod.rg_search_nb
-        andreas_mod.rg_search_nb = rg_search_ref_nb
-        try:
-            return super().plan(view)
-        finally:
-            andreas_mod.rg_search_nb = saved
+    class RG(AndreasRG):
+        def plan(self, view):
+            saved = andreas_mod.rg_search_nb
+            andreas_mod.rg_search_nb = search
+            try:
+                return super().plan(view)
+            finally:
+                andreas_mod.rg_search_nb = saved
+
+    return RG
+
+
+RefRG = searching_with(rg_search_ref_nb)  # the reference scan
 
 
 @pytest.mark.parametrize("name,kw", CASES)
@@ -51,7 +67,7 @@ def test_calls_match_the_reference_search() -> None:
     calls = []
 
     def spy(*args):
-        calls.append([a.copy() if isinstance(a, np.ndarray) else a for a in args])
+        calls.append([a.copy() if isinstance(a, np.ndarray) else a for a in args[:NARGS]])
         return rg_search_nb(*args)
 
     saved = andreas_mod.rg_search_nb
@@ -61,9 +77,47 @@ def test_calls_match_the_reference_search() -> None:
     finally:
         andreas_mod.rg_search_nb = saved
     assert len(calls) > 20
+    improved = 0
     for args in calls:
-        a, b = list(args), list(args)
-        a[-2], a[-1] = np.empty_like(args[-2]), np.empty_like(args[-1])
-        b[-2], b[-1] = np.empty_like(args[-2]), np.empty_like(args[-1])
-        assert rg_search_nb(*a) == rg_search_ref_nb(*b)
+        a, b, c = list(args), list(args), list(args)
+        for x in (a, b, c):
+            x[-2], x[-1] = np.empty_like(args[-2]), np.empty_like(args[-1])
+        f = rg_search_nb(*a, False, True)
+        assert f == rg_search_ref_nb(*b)
         assert (a[-2] == b[-2]).all() and (a[-1] == b[-1]).all()
+        assert rg_search_nb(*c, False, False) == f  # no pruning: the same plan
+        assert (a[-2] == c[-2]).all() and (a[-1] == c[-1]).all()
+        improved += rg_search_nb(*args[:-4], 1, *args[-3:]) != f  # iteration 0 alone
+    assert improved > 0  # the randomised iterations found better plans
+
+
+def test_no_pruning_matches_on_runs() -> None:
+    """A whole run (fitgpp-lab: an energy-only objective, where pruning abandons about
+    half the iterations) is the same with and without pruning."""
+    no_prune = searching_with(lambda *args: rg_search_nb(*args[:NARGS], False, False))
+    sc = hetgym.scenarios.get("fitgpp-lab", n_jobs=150, nodes=12)
+    assert_same_schedule(sc, AndreasRG(max_iter=60), no_prune(max_iter=60))
+
+
+def test_swap_draws_in_integers_are_the_float_draws() -> None:
+    """The search compares 53 random bits with threshold_nb(p): exactly draw < p."""
+    rng = np.random.default_rng(0)
+    for p in [0.45, 0.55, 0.5, 0.0, 1.0, 0.3 + 1e-17, -0.2, 1.3, *rng.random(20)]:
+        thr = threshold_nb(p)
+        for x in [thr - 1, thr, thr + 1, 0, 2**53 - 1, *rng.integers(0, 2**53, 50)]:
+            if 0 <= x < 2**53:
+                assert (float(x) / 2.0**53 < p) == (x < thr)
+
+
+def test_counter_draws_are_uniform_and_independent_of_order() -> None:
+    """Draws are a pure function of (seed, iteration, counter), uniform on [0, 1)."""
+    key = iter_key_nb(12345, 7)
+    u = np.array([draw_nb(key, c) for c in range(20000)])
+    assert draw_nb(key, 19999) == u[-1] and draw_nb(iter_key_nb(12345, 7), 3) == u[3]
+    assert u.min() >= 0.0 and u.max() < 1.0
+    assert abs(u.mean() - 0.5) < 0.01 and abs(np.mean(u < 0.25) - 0.25) < 0.01
+    assert draw_nb(iter_key_nb(12345, 8), 3) != u[3] and draw_nb(iter_key_nb(12346, 7), 3) != u[3]
+    # the swap pass over a fixed order: p = 0.5 for equal weights swaps about half the pairs
+    order = np.arange(2000)
+    swap_pass_nb(order, np.ones(2000), 0.05, key)
+    assert sorted(order) == list(range(2000)) and 0.3 < np.mean(order != np.arange(2000)) < 0.9

@@ -1,0 +1,93 @@
+"""Per-call time of the ANDREAS Randomized Greedy search kernel (``rg_search_nb``).
+
+Records the kernel's arguments at every ``--every``-th decision point of an ``andreas-rg``
+run on ``fitgpp-lab`` (``--jobs`` jobs), then times the kernel (CPU time, the best of
+``--repeat`` passes over the recorded calls) on those arguments::
+
+    python scripts/bench_andreas.py                          # 1,024 jobs, every 25th point
+    python scripts/bench_andreas.py --save /tmp/rg_calls.pkl # keep the recorded calls
+    python scripts/bench_andreas.py --load /tmp/rg_calls.pkl # time another tree on them
+    python scripts/bench_andreas.py --scenario andreas-sim --nodes 20 --jobs 0 --every 10
+
+The kernel's first 31 arguments are the same across versions, so calls recorded with one
+tree can be timed with another (run with that tree on ``PYTHONPATH``). ``scan=False`` and
+``prune=True`` are passed, not omitted (omitted arguments take Numba's slow dispatch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import time
+
+import numpy as np
+
+
+def record(n_jobs: int, every: int, scenario: str = "fitgpp-lab", **kw) -> list[tuple]:
+    """The kernel's arguments at every ``every``-th decision point of a run on
+    ``scenario`` (``n_jobs`` jobs unless 0: the scenario's default)."""
+    import baselines.andreas as andreas_mod
+    import hetgym
+
+    calls: list[tuple] = []
+    real = andreas_mod.rg_search_nb
+    count = [0]
+
+    def spy(*args):
+        if count[0] % every == 0:
+            calls.append(tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args[:31]))
+        count[0] += 1
+        return real(*args)
+
+    andreas_mod.rg_search_nb = spy
+    try:
+        if n_jobs:
+            kw["n_jobs"] = n_jobs
+        hetgym.simulate(hetgym.scenarios.get(scenario, **kw), andreas_mod.AndreasRG())
+    finally:
+        andreas_mod.rg_search_nb = real
+    return calls
+
+
+def time_calls(calls: list[tuple], repeat: int) -> tuple[float, list[float]]:
+    """Best CPU seconds per pass over ``calls`` and the objectives found."""
+    from baselines.andreas_kernel import rg_search_nb
+
+    extra = (False, True)[:rg_search_nb.py_func.__code__.co_argcount - 31]  # scan, prune if taken
+    best, objs = np.inf, []
+    for _ in range(repeat):
+        t = time.process_time()
+        objs = [rg_search_nb(*c[:31], *extra) for c in calls]
+        best = min(best, time.process_time() - t)
+    return best, objs
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scenario", default="fitgpp-lab")
+    ap.add_argument("--nodes", type=int, default=None, help="andreas-sim: n_nodes")
+    ap.add_argument("--jobs", type=int, default=1024, help="jobs (0: the scenario's default)")
+    ap.add_argument("--every", type=int, default=25)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--save", default=None)
+    ap.add_argument("--load", default=None)
+    a = ap.parse_args(argv)
+    if a.load:
+        with open(a.load, "rb") as fh:
+            calls = pickle.load(fh)
+    else:
+        kw = {} if a.nodes is None else {"n_nodes": a.nodes}
+        calls = record(a.jobs, a.every, a.scenario, **kw)
+        if a.save:
+            with open(a.save, "wb") as fh:
+                pickle.dump(calls, fh)
+    time_calls(calls[:1], 1)  # compile / load
+    sec, objs = time_calls(calls, a.repeat)
+    jobs = np.mean([len(c[0]) for c in calls])
+    print(f"{len(calls)} calls, {jobs:.1f} jobs per call on average: {1e3 * sec / len(calls):.2f} ms CPU "
+          f"per call (best of {a.repeat}); sum of f_OBJ {np.sum(objs):.6f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
