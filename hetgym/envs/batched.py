@@ -242,7 +242,7 @@ class HetClusterVecEnv(VectorEnv):
         self._slots = [self._entry(e) for e in self.envs]
         self._list = new_batch_nb(self._slots[0], n)
         for i in range(1, n):
-            set_batch_nb(self._list, i, self._slots[i])
+            self._setter(i, self._slots[i])(self._list, i, self._slots[i])
         self._pending[:] = False
         self._n_pending = 0
         args = (self._acts, self._pending, self._list, self._steps, self._stuck, self._max_steps,
