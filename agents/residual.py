@@ -464,6 +464,9 @@ class FitConfig:
         learning_rate: Adam step size.
         weight_decay: Adam weight decay.
         clip: Targets clipped to ``[-clip, clip]`` percent.
+        clip_low: Lower clip of the targets instead of ``-clip`` (None: ``-clip``): how much a
+            deviation loses matters less to the gate than whether it gains.
+        pos_weight: Weight in the loss of the targets above 0 (the rare gains).
         seed: Initialisation and minibatch order.
     """
 
@@ -473,7 +476,14 @@ class FitConfig:
     learning_rate: float = 1e-3
     weight_decay: float = 1e-5
     clip: float = 2.0
+    clip_low: float | None = None
+    pos_weight: float = 1.0
     seed: int = 0
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """The targets' clip range in percent."""
+        return (-self.clip if self.clip_low is None else self.clip_low), self.clip
 
 
 def _inputs(obs: np.ndarray, base: np.ndarray) -> np.ndarray:
@@ -489,8 +499,9 @@ def fit(data: dict[str, np.ndarray], cfg: FitConfig, val: dict[str, np.ndarray] 
 
     torch.manual_seed(cfg.seed)
     x = torch.as_tensor(_inputs(data["obs"], data["base"]))
-    y_np = np.clip(100.0 * data["adv"], -cfg.clip, cfg.clip)
-    known = torch.as_tensor(np.isfinite(y_np))
+    y_np = np.clip(100.0 * data["adv"], *cfg.bounds)
+    w_np = np.where(np.isfinite(y_np), np.where(y_np > 0, cfg.pos_weight, 1.0), 0.0)
+    wts = torch.as_tensor(w_np.astype(np.float32))
     y = torch.as_tensor(np.nan_to_num(y_np))
     net = AdvantageNet(data["obs"].shape[1], data["adv"].shape[1], cfg.hidden)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
@@ -503,8 +514,8 @@ def fit(data: dict[str, np.ndarray], cfg: FitConfig, val: dict[str, np.ndarray] 
         tot = 0.0
         for s in range(0, n, cfg.batch_size):
             idx = torch.as_tensor(perm[s: s + cfg.batch_size])
-            k = known[idx]
-            loss = (loss_f(net(x[idx]), y[idx]) * k).sum() / k.sum().clamp(min=1)
+            k = wts[idx]
+            loss = (loss_f(net(x[idx]), y[idx]) * k).sum() / (k > 0).sum().clamp(min=1)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -514,11 +525,11 @@ def fit(data: dict[str, np.ndarray], cfg: FitConfig, val: dict[str, np.ndarray] 
             log(f"[residual] fit epoch {ep + 1}: loss {losses[-1]:.4f}")
     net.eval()
     stats = {"train_loss": losses[-1] if losses else float("nan"), "samples": int(n)}
-    stats.update(_agreement(net, val if val is not None else data, cfg.clip, "val" if val is not None else "train"))
+    stats.update(_agreement(net, val if val is not None else data, cfg.bounds, "val" if val is not None else "train"))
     return net, stats
 
 
-def _agreement(net: Any, data: dict[str, np.ndarray], clip: float, tag: str) -> dict[str, float]:
+def _agreement(net: Any, data: dict[str, np.ndarray], bounds: tuple[float, float], tag: str) -> dict[str, float]:
     """Loss and decision agreement of ``net`` on records ``data``."""
     import torch
 
@@ -526,7 +537,7 @@ def _agreement(net: Any, data: dict[str, np.ndarray], clip: float, tag: str) -> 
         return {}
     with torch.no_grad():
         pred = net(torch.as_tensor(_inputs(data["obs"], data["base"]))).numpy()
-    y = np.clip(100.0 * data["adv"], -clip, clip)
+    y = np.clip(100.0 * data["adv"], *bounds)
     known = np.isfinite(y)
     pk = np.where(known, pred, -np.inf)
     yk = np.where(known, y, -np.inf)

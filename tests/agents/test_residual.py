@@ -182,3 +182,17 @@ def test_fitgpp_teacher_bound_and_preemption_value(fit_windows):
     got = hetgym.simulate(w, s2, seed=0).summary()
     assert first["done"] and s2.deviations == 1
     assert s2.value(got) == pytest.approx(seen["q"], rel=1e-12)
+
+
+def test_fit_config_bounds_and_weights(records):
+    """clip_low replaces -clip as the lower clip; pos_weight = 1 with the default clip is the
+    plain fit (the same weights as before these options)."""
+    assert R.FitConfig(clip=2.0).bounds == (-2.0, 2.0)
+    assert R.FitConfig(clip=30.0, clip_low=-2.0).bounds == (-2.0, 30.0)
+    data, _ = records
+    a, _ = R.fit(data, R.FitConfig(hidden=(8,), epochs=1), log=lambda *_: None)
+    b, _ = R.fit(data, R.FitConfig(hidden=(8,), epochs=1, pos_weight=1.0, clip_low=-2.0), log=lambda *_: None)
+    c, _ = R.fit(data, R.FitConfig(hidden=(8,), epochs=1, pos_weight=5.0), log=lambda *_: None)
+    wa, wb, wc = ([p.detach().numpy().copy() for p in n.parameters()] for n in (a, b, c))
+    assert all(np.array_equal(x, y) for x, y in zip(wa, wb))
+    assert not all(np.array_equal(x, y) for x, y in zip(wa, wc)) or not (data["adv"] > 0).any()
