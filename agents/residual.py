@@ -2,14 +2,24 @@
 
 :class:`ResidualScheduler` is a :mod:`hetgym` scheduler. At each decision point of
 :func:`hetgym.simulate` it asks the *base* scheduler (``baselines.make(base)``, AlloX
-for ``hetero-small``) for its decisions, and, through a ``HetCluster-v0`` bound to the
+for ``hetero-small``, FitGpp for ``fitgpp-lab``) for its decisions, and, through a ``HetCluster-v0`` bound to the
 simulator (:func:`agents.envtools.bind`, as :class:`agents.adapter.AgentScheduler`
 does), builds the observation, the policy mask and a few *deviations*
-(:func:`candidates`): "wait" (skip the base's decisions at this instant), and per
+(:func:`candidates`): "wait" (skip the base's decisions at this instant), per
 device type the feasible window job with the shortest duration there and the oldest
-one. A *chooser* picks a deviation or none (-1): with none, ``decide`` returns the base's
-decisions, so the run is the base's own; a start is carried out on the simulator at
-once and the loop asks again at the same instant; "wait" returns ``[]``.
+one, and optionally (``preempt``) the preemption of the running job with the longest
+remaining time. A *chooser* picks a deviation or none (-1): with none, ``decide`` returns
+the base's decisions, so the run is the base's own; a start or preemption is carried out
+on the simulator at once and the loop asks again at the same instant; "wait" returns ``[]``.
+
+The *value* of a run (:meth:`ResidualConfig.value`, lower is better) is its ``metric``
+(``avg_jct`` for ``hetero-small``), plus, for a family with a constraint (``fitgpp-lab``:
+TE p95 slowdown, BE median slowdown bounded by FitGpp's), ``penalty`` times the excess of
+the ``constraint`` column over its value in the *base's own run of the window* (the
+bound, measured once per window when the scheduler is reset, :attr:`ResidualScheduler.bound`).
+Bounding every window by the base's own figure keeps the mean over windows within the
+base's mean, which is how ``agents.heldout``'s families are scored (the selection score
+:class:`agents.evaluation.Score` is infinite when the constraint's mean exceeds the base's).
 
 Unlike :class:`agents.rollout.SchedulerActor` (the base acting *in the env*: its first
 start the action space can express, else wait), the base here is the baseline exactly
@@ -19,6 +29,12 @@ is far from that on crowded windows: AlloX's matching picks short jobs anywhere 
 queue, the env's action space only shows the 16 oldest, and when none of AlloX's
 starts is in that window the in-env actor waits with machines idle (hetero-small test
 window 17: it waits at 67 of 168 steps while 18-34 jobs queue).
+
+When the chooser deviates, the base's decisions of that call are dropped and the base is
+asked again; a base whose ``decide`` draws random numbers (FitGpp's fallback victim when
+no BE job is eligible, ``view.rng``) has then drawn once more than in its own run, so the
+teacher's value of the base is that of its run from this state with that draw made (only
+after a deviation; with ``tau = inf`` the run is exactly the base's, tested).
 
 Two choosers:
 
@@ -77,6 +93,7 @@ __all__ = [
     "fit",
     "generate",
     "load_residual",
+    "longest_remaining_preemption",
     "save",
 ]
 
@@ -95,8 +112,13 @@ class ResidualConfig:
         wait: "Wait" (skip the base's decisions at this instant) is a deviation.
         shortest: Per device type, the feasible window job with the shortest duration there.
         oldest: Per device type, the first feasible window job (queue order).
+        preempt: The preemption of the running window job (env's run window, allowed by
+            the mask) with the longest remaining time is a deviation.
         metric: Episode metric (lower is better) the teacher minimises.
         rel_tol: The teacher deviates only when better by more than this fraction.
+        constraint: Summary column bounded by its value in the base's own run of the
+            window (None: no constraint).
+        penalty: Weight of the constraint's excess over that bound in the value.
     """
 
     base: str = "allox"
@@ -104,8 +126,11 @@ class ResidualConfig:
     wait: bool = True
     shortest: bool = True
     oldest: bool = True
+    preempt: bool = False
     metric: str = "avg_jct"
     rel_tol: float = 1e-9
+    constraint: str | None = None
+    penalty: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "base_params", dict(self.base_params))
@@ -115,6 +140,20 @@ class ResidualConfig:
         import baselines
 
         return baselines.make(self.base, **self.base_params)
+
+    def value(self, summary: dict[str, float], bound: float = math.inf) -> float:
+        """The value of a run with ``summary`` (lower is better): ``metric``, plus
+        ``penalty * max(0, constraint - bound)`` when there is a constraint (a missing or
+        NaN constraint, e.g. a window without BE jobs, adds nothing); ``inf`` when the
+        metric is not finite."""
+        v = float(summary[self.metric])
+        if not math.isfinite(v):
+            return math.inf
+        if self.constraint is not None and self.penalty and math.isfinite(bound):
+            c = float(summary.get(self.constraint, math.nan))
+            if c > bound:
+                v += self.penalty * (c - bound)
+        return v
 
 
 def base_vector(env: HetClusterEnv, decisions: Sequence[Decision]) -> np.ndarray:
@@ -137,7 +176,9 @@ def base_vector(env: HetClusterEnv, decisions: Sequence[Decision]) -> np.ndarray
 
 def candidates(env: HetClusterEnv, mask: np.ndarray, base: np.ndarray, cfg: ResidualConfig) -> list[int]:
     """The deviations allowed by ``mask`` (module docstring), each once, none that the
-    base itself takes now (``base``: :func:`base_vector`)."""
+    base itself takes now (``base``: :func:`base_vector`; the base's own preemptions are
+    not marked there, so a preemption the base makes now can be a candidate: it then
+    only moves it before the base's other decisions at this instant)."""
     from agents.rollout import shortest_per_device
 
     cand: list[int] = []
@@ -152,8 +193,29 @@ def candidates(env: HetClusterEnv, mask: np.ndarray, base: np.ndarray, cfg: Resi
             ok = np.flatnonzero(starts[:, c])
             if len(ok):
                 cand.append(int(ok[0]) * C + c)
+    if cfg.preempt:
+        cand += longest_remaining_preemption(env, mask)
     seen: set[int] = set()
     return [a for a in cand if not (a in seen or seen.add(a) or base[a])]
+
+
+def longest_remaining_preemption(env: HetClusterEnv, mask: np.ndarray) -> list[int]:
+    """The allowed preemption action of the running window job with the longest remaining
+    time (remaining work / rate; ties to the earlier slot), as a list of 0 or 1 action."""
+    n_run = env.wait_action - env.n_start_actions
+    if n_run <= 0:
+        return []
+    ok = np.flatnonzero(mask[env.n_start_actions: env.wait_action])
+    run = env.running_window_jobs()
+    ok = ok[ok < len(run)]
+    if not len(ok):
+        return []
+    view = env.sim.view
+    jobs = run[ok]
+    rate = np.asarray(view.rate)[jobs]
+    with np.errstate(divide="ignore"):
+        rem = np.where(rate > 0, np.asarray(view.remaining)[jobs] / rate, np.inf)
+    return [env.n_start_actions + int(ok[int(np.argmax(rem))])]
 
 
 def copy_sim(sim: Simulator, sched: Any) -> tuple[Simulator, Any]:
@@ -164,30 +226,38 @@ def copy_sim(sim: Simulator, sched: Any) -> tuple[Simulator, Any]:
     return s, b
 
 
-def _finish(sim: Simulator, sched: Any, metric: str, decide_now: bool) -> float:
+Value = str | Callable[[dict[str, float]], float]
+
+
+def _finish(sim: Simulator, sched: Any, metric: Value, decide_now: bool) -> float:
     from agents.rollout import finish_sim
 
     # decide_now False is "wait": no decisions at this instant, the base from the next event on
-    v = float(finish_sim(sim, sched, decide_now)[metric])
+    s = finish_sim(sim, sched, decide_now)
+    v = float(s[metric] if isinstance(metric, str) else metric(s))
     return v if math.isfinite(v) else math.inf
 
 
-def base_value(sim: Simulator, sched: Any, metric: str = "avg_jct") -> float:
-    """``metric`` of the run that follows ``sched`` from now (on copies)."""
+def base_value(sim: Simulator, sched: Any, metric: Value = "avg_jct") -> float:
+    """``metric`` (a summary column, or a function of the summary such as
+    :meth:`ResidualConfig.value`) of the run that follows ``sched`` from now (on copies)."""
     s, b = copy_sim(sim, sched)
     return _finish(s, b, metric, True)
 
 
-def deviation_value(env: HetClusterEnv, sched: Any, action: int, metric: str = "avg_jct") -> float:
-    """``metric`` of the run that takes env ``action`` now, then follows ``sched`` (on copies
-    of ``env``'s bound simulator)."""
+def deviation_value(env: HetClusterEnv, sched: Any, action: int, metric: Value = "avg_jct") -> float:
+    """``metric`` (as :func:`base_value`) of the run that takes env ``action`` now (a start,
+    a preemption or "wait"), then follows ``sched`` (on copies of ``env``'s bound simulator)."""
     s, b = copy_sim(env.sim, sched)
     kind, job, dev = env.decode(action)
     if kind == "wait":
         return _finish(s, b, metric, False)
-    if kind != "start":
+    if kind == "start":
+        s.start(job, dev)
+    elif kind == "preempt":
+        s.preempt(job)
+    else:  # pragma: no cover - decode gives only these
         raise ValueError(f"deviation_value: action {action} is a {kind}")
-    s.start(job, dev)
     return _finish(s, b, metric, True)
 
 
@@ -219,12 +289,16 @@ class ResidualScheduler:
         self.decisions: list[Decision] = []
         self.deviations = 0
         self.points = 0
+        self.bound = math.inf
 
     def __repr__(self) -> str:
         return f"ResidualScheduler(name={self.name!r}, base={self.cfg.base!r}, chooser={self.chooser!r})"
 
     def reset(self, view: View) -> None:
-        """A fresh base on the simulator, and an env bound to it."""
+        """A fresh base on the simulator, and an env bound to it; with a constraint whose
+        penalty is set and a chooser that values runs (``chooser.needs_bound``, the
+        teacher), :attr:`bound`: the constraint in the base's own run of this window, from
+        the reset state on copies (one run of the base)."""
         sim = view.simulator
         self.base = self.cfg.make_base()
         self.base.reset(view)
@@ -233,6 +307,13 @@ class ResidualScheduler:
         self.env = env
         self.deviations = 0
         self.points = 0
+        self.bound = math.inf
+        if self.cfg.constraint is not None and self.cfg.penalty and getattr(self.chooser, "needs_bound", False):
+            self.bound = base_value(sim, self.base, self.cfg.constraint)
+
+    def value(self, summary: dict[str, float]) -> float:
+        """:meth:`ResidualConfig.value` of a run of this window (this window's bound)."""
+        return self.cfg.value(summary, self.bound)
 
     def decide(self, view: View) -> list[Decision]:
         """Deviations (carried out at once), then the base's decisions (or none after "wait")."""
@@ -259,7 +340,10 @@ class ResidualScheduler:
             kind, job, dev = env.decode(a)
             if kind == "wait":
                 return []
-            sim.start(job, dev)
+            if kind == "preempt":
+                sim.preempt(job)
+            else:
+                sim.start(job, dev)
         else:
             self.decisions = list(self.base.decide(view) or [])
         return self.decisions
@@ -273,6 +357,8 @@ class RolloutChooser:
             (record only; the run is the base's).
     """
 
+    needs_bound = True  # ResidualScheduler.reset measures the constraint's bound for it
+
     def __init__(self, act: str = "teacher") -> None:
         if act not in ("teacher", "base"):
             raise ValueError(f"RolloutChooser: act must be 'teacher' or 'base', got {act!r}")
@@ -285,7 +371,7 @@ class RolloutChooser:
 
     def __call__(self, sched: ResidualScheduler, obs: np.ndarray, mask: np.ndarray, base: np.ndarray,
                  cand: list[int]) -> int:
-        metric = sched.cfg.metric
+        metric = sched.value
         v0 = base_value(sched.env.sim, sched.base, metric)
         q = np.array([deviation_value(sched.env, sched.base, a, metric) for a in cand])
         self.rollouts += 1 + len(cand)
@@ -313,6 +399,10 @@ def _gen_one(args: tuple[int, Scenario, EnvConfig, ResidualConfig, str]) -> tupl
     info = {"window": i, "teacher": float(res[cfg.metric]), "base": float(base[cfg.metric]),
             "states": len(ch.rows["obs"]), "deviations": sched.deviations, "rollouts": ch.rollouts,
             "cpu_s": time.process_time() - t0}
+    if cfg.constraint is not None:
+        info.update({"teacher_value": sched.value(res), "base_value": sched.value(base),
+                     f"teacher_{cfg.constraint}": float(res[cfg.constraint]),
+                     f"base_{cfg.constraint}": float(base[cfg.constraint]), "bound": sched.bound})
     return i, rows, info
 
 
@@ -374,6 +464,9 @@ class FitConfig:
         learning_rate: Adam step size.
         weight_decay: Adam weight decay.
         clip: Targets clipped to ``[-clip, clip]`` percent.
+        clip_low: Lower clip of the targets instead of ``-clip`` (None: ``-clip``): how much a
+            deviation loses matters less to the gate than whether it gains.
+        pos_weight: Weight in the loss of the targets above 0 (the rare gains).
         seed: Initialisation and minibatch order.
     """
 
@@ -383,7 +476,14 @@ class FitConfig:
     learning_rate: float = 1e-3
     weight_decay: float = 1e-5
     clip: float = 2.0
+    clip_low: float | None = None
+    pos_weight: float = 1.0
     seed: int = 0
+
+    @property
+    def bounds(self) -> tuple[float, float]:
+        """The targets' clip range in percent."""
+        return (-self.clip if self.clip_low is None else self.clip_low), self.clip
 
 
 def _inputs(obs: np.ndarray, base: np.ndarray) -> np.ndarray:
@@ -399,8 +499,9 @@ def fit(data: dict[str, np.ndarray], cfg: FitConfig, val: dict[str, np.ndarray] 
 
     torch.manual_seed(cfg.seed)
     x = torch.as_tensor(_inputs(data["obs"], data["base"]))
-    y_np = np.clip(100.0 * data["adv"], -cfg.clip, cfg.clip)
-    known = torch.as_tensor(np.isfinite(y_np))
+    y_np = np.clip(100.0 * data["adv"], *cfg.bounds)
+    w_np = np.where(np.isfinite(y_np), np.where(y_np > 0, cfg.pos_weight, 1.0), 0.0)
+    wts = torch.as_tensor(w_np.astype(np.float32))
     y = torch.as_tensor(np.nan_to_num(y_np))
     net = AdvantageNet(data["obs"].shape[1], data["adv"].shape[1], cfg.hidden)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
@@ -413,8 +514,8 @@ def fit(data: dict[str, np.ndarray], cfg: FitConfig, val: dict[str, np.ndarray] 
         tot = 0.0
         for s in range(0, n, cfg.batch_size):
             idx = torch.as_tensor(perm[s: s + cfg.batch_size])
-            k = known[idx]
-            loss = (loss_f(net(x[idx]), y[idx]) * k).sum() / k.sum().clamp(min=1)
+            k = wts[idx]
+            loss = (loss_f(net(x[idx]), y[idx]) * k).sum() / (k > 0).sum().clamp(min=1)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -424,11 +525,11 @@ def fit(data: dict[str, np.ndarray], cfg: FitConfig, val: dict[str, np.ndarray] 
             log(f"[residual] fit epoch {ep + 1}: loss {losses[-1]:.4f}")
     net.eval()
     stats = {"train_loss": losses[-1] if losses else float("nan"), "samples": int(n)}
-    stats.update(_agreement(net, val if val is not None else data, cfg.clip, "val" if val is not None else "train"))
+    stats.update(_agreement(net, val if val is not None else data, cfg.bounds, "val" if val is not None else "train"))
     return net, stats
 
 
-def _agreement(net: Any, data: dict[str, np.ndarray], clip: float, tag: str) -> dict[str, float]:
+def _agreement(net: Any, data: dict[str, np.ndarray], bounds: tuple[float, float], tag: str) -> dict[str, float]:
     """Loss and decision agreement of ``net`` on records ``data``."""
     import torch
 
@@ -436,7 +537,7 @@ def _agreement(net: Any, data: dict[str, np.ndarray], clip: float, tag: str) -> 
         return {}
     with torch.no_grad():
         pred = net(torch.as_tensor(_inputs(data["obs"], data["base"]))).numpy()
-    y = np.clip(100.0 * data["adv"], -clip, clip)
+    y = np.clip(100.0 * data["adv"], *bounds)
     known = np.isfinite(y)
     pk = np.where(known, pred, -np.inf)
     yk = np.where(known, y, -np.inf)

@@ -1,4 +1,10 @@
-"""A gated residual policy over AlloX (``agents.residual``), from a config in ``conf/experiment/``.
+"""A gated residual policy over a baseline (``agents.residual``), from a config in ``conf/experiment/``.
+
+The base is ``residual.base`` (AlloX for ``hetero-small``, FitGpp for ``fitgpp-lab``); the
+value the teacher minimises is the family's metric (``agents.heldout.FAMILY_METRIC``), plus,
+when ``residual.penalty`` > 0 and the family has a constraint, ``penalty`` times the
+constraint's excess over its value in the base's own run of the window
+(``agents.residual.ResidualConfig.value``).
 
 Stages (each writes into ``out_dir``):
 
@@ -10,10 +16,13 @@ Stages (each writes into ``out_dir``):
    an existing ``data.npz`` is reused unless ``regen=true``;
 2. **fit**: the advantage network -> ``fit.json``;
 3. **tau**: the residual policy for each ``taus`` value on the 8 *validation* windows
-   (``hetgym.simulate``); the best mean (ties to the larger tau; ``inf`` is the base
-   itself) is kept -> ``val.csv``, ``residual.pt`` (the model and its tau);
+   (``hetgym.simulate``); the best mean of the metric (ties to the larger tau; ``inf`` is
+   the base itself; for a family with a constraint, a tau whose mean constraint exceeds the
+   base's on these windows is out, as in ``agents.evaluation.Score``) is kept -> ``val.csv``,
+   ``residual.pt`` (the model and its tau);
 4. **test** (``test=true``): the kept policy and the base on the 32 *test* windows: mean
-   ± 95 % CI, paired difference, wins / ties / losses -> ``test.md``, ``test.json``,
+   ± 95 % CI, paired difference, wins / ties / losses (and the constraint's means) ->
+   ``test.md``, ``test.json``,
    ``test_runs.csv``;
 5. **teacher** (``teacher_on=[val,test]``): the rollout teacher itself (search over the
    base's own run, not learned) on those windows -> ``teacher_<part>.json``.
@@ -59,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from agents import residual as R
     from agents.envtools import EnvConfig, window_scenario
-    from agents.evaluation import evaluate_on_windows
+    from agents.evaluation import Score, evaluate_on_windows
     from agents.heldout import FAMILY_METRIC, split
     from agents.pretrained import card, machine
     from scripts.dagger import experiment_config
@@ -71,9 +80,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = Path(str(cfg.out_dir))
     out.mkdir(parents=True, exist_ok=True)
     fam = str(cfg.family)
-    metric = FAMILY_METRIC[fam][0]
+    metric, cons = FAMILY_METRIC[fam]
     env_config = EnvConfig.from_dict(card(str(cfg.env_from))["env"])
-    rcfg = R.ResidualConfig(**OmegaConf.to_container(cfg.residual, resolve=True), metric=metric)
+    rcfg = R.ResidualConfig(**OmegaConf.to_container(cfg.residual, resolve=True), metric=metric,
+                            constraint=cons)
     fcfg = R.FitConfig(**{k: tuple(v) if k == "hidden" else v
                           for k, v in OmegaConf.to_container(cfg.fit, resolve=True).items()})
     sp = split(fam, window_jobs=int(env_config.n_jobs or 64))
@@ -102,6 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    "teacher_mean": float(tj.mean()), "base_mean": float(bj.mean()),
                    "teacher_better": int((tj < bj * (1 - 1e-9)).sum()),
                    "deviations": int(sum(i["deviations"] for i in infos)), "per_window": infos,
+                   **({f"teacher_{cons}_mean": float(np.mean([i[f"teacher_{cons}"] for i in infos])),
+                       f"base_{cons}_mean": float(np.mean([i[f"base_{cons}"] for i in infos]))} if cons else {}),
                    "machine_after": machine(), **meta}
         (out / "data.json").write_text(json.dumps(summary, indent=1))
         print(f"[residual] data: {summary['states']} states of {len(infos)} windows in {wall:.0f} s; "
@@ -123,10 +135,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     scheds = {rcfg.base: rcfg.base, **{f"tau={t}": sched(t) for t in taus}}
     t0 = time.monotonic()
     runs = evaluate_on_windows(scheds, sp.val)
-    val = runs.groupby("scheduler", sort=False)[metric].mean()
-    val.to_csv(out / "val.csv")
-    print(f"[residual] validation ({time.monotonic() - t0:.0f} s):\n{val.to_string()}")
-    best_tau = min(taus, key=lambda t: (val[f"tau={t}"], -t))
+    cols = [metric] + ([cons] if cons else [])
+    table = runs.groupby("scheduler", sort=False)[cols].mean()
+    val = table[metric]
+    table.to_csv(out / "val.csv")
+    print(f"[residual] validation ({time.monotonic() - t0:.0f} s):\n{table.to_string()}")
+    score = Score(metric, cons, float(table.loc[rcfg.base, cons]) if cons else float("inf"))
+    best_tau = min(taus, key=lambda t: (score(runs, f"tau={t}"), -t))
     print(f"[residual] kept tau = {best_tau}: {val[f'tau={best_tau}']:.1f} (base {val[rcfg.base]:.1f})")
     R.save(out / "residual.pt", net, env_config, rcfg, fcfg, best_tau, data["obs"].shape[1],
            data["adv"].shape[1], {"family": fam, "validation": {str(k): float(v) for k, v in val.items()},
@@ -143,11 +158,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         y = runs[runs.scheduler == rcfg.base].sort_values("seed")[metric].to_numpy()
         res = {"family": fam, "metric": metric, "tau": best_tau, "base": rcfg.base, **paired(x, y),
                "wall_s": time.monotonic() - t0}
+        if cons:
+            cx = runs[runs.scheduler == label].sort_values("seed")[cons].to_numpy()
+            cy = runs[runs.scheduler == rcfg.base].sort_values("seed")[cons].to_numpy()
+            res.update({"constraint": cons, "constraint_paired": paired(cx, cy)})
         (out / "test.json").write_text(json.dumps(res, indent=1))
         text = (f"| {fam}: {res['windows']} test windows | residual (tau={best_tau}) | {metric} "
                 f"| {res['mean']:.4g} ± {res['ci95']:.2g} | {rcfg.base}: {res['base_mean']:.4g} ± "
                 f"{res['base_ci95']:.2g} | {res['paired_diff']:+.3g} ± {res['paired_ci95']:.2g} "
                 f"| {res['geo_mean_ratio']:.4f} | {res['wins']} / {res['ties']} / {res['losses']} |\n")
+        if cons:
+            c = res["constraint_paired"]
+            text += (f"\n{cons}: residual {c['mean']:.4g} ± {c['ci95']:.2g}, {rcfg.base} {c['base_mean']:.4g} ± "
+                     f"{c['base_ci95']:.2g}, paired {c['paired_diff']:+.3g} ± {c['paired_ci95']:.2g}\n")
         (out / "test.md").write_text(text)
         print(text)
     # 5. the rollout teacher itself (search, not learned) on validation / test windows

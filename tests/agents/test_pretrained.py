@@ -67,19 +67,20 @@ def test_runs_on_a_tiny_window(name):
     assert again.summary()["avg_jct"] == res.summary()["avg_jct"]
 
 
-def test_shipped_hetero_small_is_the_residual_policy():
-    """``hetero-small`` is the residual policy over AlloX: its card matches its model file
-    (env arguments, tau), it names the scenario's device types, and it runs a 32-job
-    hetero-small workload to the end, deviating from AlloX somewhere."""
+@pytest.mark.parametrize(("name", "base"), [("hetero-small", "allox"), ("fitgpp-lab", "fitgpp")])
+def test_shipped_residual_policies(name, base):
+    """``hetero-small`` is the residual policy over AlloX, ``fitgpp-lab`` over FitGpp: the card
+    matches the model file (env arguments, tau, base), it names the scenario's device types,
+    and the model runs a 32-job workload of its scenario to the end."""
     import torch
 
-    c = card("hetero-small")
-    assert c["algo"] == "residual" and c["residual"]["base"] == "allox"
-    d = torch.load(model_path("hetero-small"), map_location="cpu", weights_only=False)
-    assert d["env"] == c["env"] and float(d["tau"]) == float(c["tau"])
-    sc = scenarios.get("hetero-small", n_jobs=32, seed=3)
+    c = card(name)
+    assert c["algo"] == "residual" and c["residual"]["base"] == base
+    d = torch.load(model_path(name), map_location="cpu", weights_only=False)
+    assert d["env"] == c["env"] and float(d["tau"]) == float(c["tau"]) and d["residual"] == c["residual"]
+    sc = scenarios.get(name, n_jobs=32, seed=3, **c["scenario_kwargs"])
     assert [str(x) for x in sc.cluster.device_types] == c["devices"]
-    sched = load_pretrained("hetero-small")
+    sched = load_pretrained(name)
     assert sched.chooser.tau == float(c["tau"])
     res = hetgym.simulate(sc, sched, seed=0)
     assert res.summary()["unfinished_jobs"] == 0 and sched.points > 0

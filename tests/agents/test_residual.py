@@ -106,3 +106,93 @@ def test_fit_save_load_and_deviate(records, windows, tmp_path):
     assert s.chooser.tau == -math.inf
     res = hetgym.simulate(windows[1], s, seed=0).summary()
     assert s.deviations > 0 and res["unfinished_jobs"] == 0
+
+
+# ----------------------------------------------------- FitGpp as the base (fitgpp-lab)
+
+FCFG = EnvConfig(n_jobs=None, window=8, preemption=True, run_window=4, time_scale=3600.0)
+FIT = R.ResidualConfig(base="fitgpp", preempt=True, metric="te_p95_slowdown",
+                       constraint="be_p50_slowdown", penalty=10.0)
+
+
+@pytest.fixture(scope="module")
+def fit_windows():
+    import dataclasses
+
+    sc = scenarios.get("fitgpp-lab", n_jobs=256, seed=0, nodes=2)
+    sc = dataclasses.replace(sc, objective="slowdown")
+    return [window_scenario(sc, np.arange(s, s + 32)) for s in (0, 96)]
+
+
+def test_tau_inf_is_fitgpp(fit_windows):
+    """With FitGpp as the base (preemption actions and the preemption deviation on), tau = inf
+    runs FitGpp's schedule exactly, preemptions included."""
+    pre = 0
+    for w in fit_windows:
+        s = R.ResidualScheduler(R.ModelChooser(None, math.inf), FCFG, FIT)
+        got = hetgym.simulate(w, s, seed=0)
+        ref = hetgym.simulate(w, baselines.make("fitgpp"), seed=0)
+        assert s.points > 0 and s.deviations == 0 and s.bound == math.inf
+        for col in ("start", "device", "end", "preemptions"):
+            assert got.jobs[col].tolist() == ref.jobs[col].tolist(), col
+        assert got.summary()["te_p95_slowdown"] == ref.summary()["te_p95_slowdown"]
+        pre += int(ref.summary()["preemptions"])
+    assert pre > 0  # FitGpp preempted on these windows
+
+
+def test_value_penalises_the_constraint_over_the_bound():
+    """value = metric + penalty x excess of the constraint over the bound; no penalty at or
+    under the bound, with no bound, or without a constraint; inf for a non-finite metric."""
+    s = {"te_p95_slowdown": 1.5, "be_p50_slowdown": 1.3}
+    assert FIT.value(s, 1.25) == pytest.approx(1.5 + 10.0 * 0.05)
+    assert FIT.value(s, 1.3) == FIT.value(s, math.inf) == 1.5
+    assert R.ResidualConfig(metric="te_p95_slowdown").value(s, 1.0) == 1.5
+    assert FIT.value({**s, "te_p95_slowdown": math.nan}, 1.3) == math.inf
+
+
+def test_fitgpp_teacher_bound_and_preemption_value(fit_windows):
+    """The teacher's bound is the constraint in FitGpp's own run of the window; a preemption
+    deviation's value is the run that preempts there and then follows FitGpp."""
+    w = fit_windows[0]
+    ref = hetgym.simulate(w, baselines.make("fitgpp"), seed=0).summary()
+    seen = {}
+
+    def chooser(sched, obs, mask, base, cand):
+        pre = [a for a in cand if sched.env.decode(a)[0] == "preempt"]
+        if pre and "q" not in seen:
+            seen["a"] = pre[0]
+            seen["q"] = R.deviation_value(sched.env, sched.base, pre[0], sched.value)
+        return -1
+
+    chooser.needs_bound = True
+    s = R.ResidualScheduler(chooser, FCFG, FIT)
+    hetgym.simulate(w, s, seed=0)
+    assert s.bound == ref["be_p50_slowdown"]
+    assert "q" in seen
+    first = {"done": False}
+
+    def once(sched, obs, mask, base, cand):
+        if not first["done"] and seen["a"] in cand:
+            first["done"] = True
+            return seen["a"]
+        return -1
+
+    once.needs_bound = True
+    s2 = R.ResidualScheduler(once, FCFG, FIT)
+    got = hetgym.simulate(w, s2, seed=0).summary()
+    assert first["done"] and s2.deviations == 1
+    assert s2.value(got) == pytest.approx(seen["q"], rel=1e-12)
+
+
+def test_fit_config_bounds_and_weights(records):
+    """clip_low replaces -clip as the lower clip; pos_weight = 1 with the default clip is the
+    plain fit (the same weights as before these options)."""
+    assert R.FitConfig(clip=2.0).bounds == (-2.0, 2.0)
+    assert R.FitConfig(clip=30.0, clip_low=-2.0).bounds == (-2.0, 30.0)
+    data, _ = records
+    a, _ = R.fit(data, R.FitConfig(hidden=(8,), epochs=1), log=lambda *_: None)
+    b, _ = R.fit(data, R.FitConfig(hidden=(8,), epochs=1, pos_weight=1.0, clip_low=-2.0), log=lambda *_: None)
+    c, _ = R.fit(data, R.FitConfig(hidden=(8,), epochs=1, pos_weight=5.0), log=lambda *_: None)
+    wa, wb, wc = ([p.detach().numpy().copy() for p in n.parameters()] for n in (a, b, c))
+    assert all(np.array_equal(x, y) for x, y in zip(wa, wb))
+    assert not all(np.array_equal(x, y) for x, y in zip(wa, wc)) or not (data["adv"] > 0).any()
