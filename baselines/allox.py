@@ -36,7 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from baselines.allox_machines import MachinePool, match_first_jobs
+from baselines.allox_machines import (
+    MachinePool,
+    match_first_jobs,
+    no_first_job,
+    type_means,
+)
 from baselines.allox_naive import BF, JSQPlus, SJFPlus
 from baselines.allox_plus import AlloXPlus
 from baselines.allox_shares import AlloXProgress, ceil_users
@@ -80,6 +85,12 @@ class AlloX:
     A matching stays optimal for the remaining jobs after its first job on a
     machine starts, so it is reused until the set of selected users changes (then
     re-solved), which makes one decision point cost one matching at ``alpha = 1``.
+    A matching is not solved for an idle machine when an exchange argument shows that
+    it puts no job first on that machine's type
+    (:func:`~baselines.allox_machines.no_first_job`, e.g. idle CPUs that every job would
+    rather wait for a GPU than take); it is solved later in the decision point if
+    another machine needs it before anything changes, on the same inputs, so the
+    starts are the same.
     Once no waiting job can start on any idle machine (its type, free machines and the
     placement kernel's room), the remaining idle machines are not visited: capacity
     only shrinks within a decision point, so their matchings could only pick jobs
@@ -136,13 +147,26 @@ class AlloX:
         idle = np.flatnonzero(pool.idle)
         idle = idle[np.argsort(rank[pool.dev[idle]], kind="stable")]
         cache: dict[tuple[int, ...], np.ndarray] = {}
+        none_on: set[tuple[tuple[int, ...], int]] = set()  # (selection, type) shown to get no job
+        means: list = []  # type_means(pool), until the pool changes
         selmask = np.zeros(self.n_users, dtype=bool)
 
         def first_on(sel: tuple[int, ...], i: int) -> int:
             if sel not in cache:
+                t = int(pool.dev[i])
+                if (sel, t) in none_on:
+                    return -1
                 selmask[:] = False
                 selmask[list(sel)] = True
                 rows = np.flatnonzero(alive & selmask[users])
+                if not means:
+                    means.extend(type_means(pool, p.shape[1]))
+                if self._no_first(p[rows], pool, t, means):
+                    # the matching puts no job first on this type's idle machines: not
+                    # solved now; if another machine needs it before anything changes, it
+                    # is solved then, on the same inputs
+                    none_on.add((sel, t))
+                    return -1
                 first, _ = match_first_jobs(p[rows], arrival[rows], pool)
                 self.solves += 1
                 cache[sel] = np.where(first >= 0, rows[np.maximum(first, 0)], -1)
@@ -183,6 +207,8 @@ class AlloX:
             pl = cap.place(job, d) if w <= int((pool.idle & (pool.dev == d)).sum()) else None
             changed = True
             ranked_now = False
+            none_on.clear()
+            means.clear()
             if pl is None:
                 cache.clear()  # the matching assumed this job would run now
                 continue
@@ -196,6 +222,12 @@ class AlloX:
                 cache[used] = keep
         return out
 
+
+    @staticmethod
+    def _no_first(p: np.ndarray, pool: MachinePool, t: int, means: list) -> bool:
+        """Whether the matching of these rows surely puts no job first on an idle machine of
+        type ``t`` (:func:`~baselines.allox_machines.no_first_job`)."""
+        return no_first_job(p, pool, t, means)
 
     @staticmethod
     def _any_start(view: View, cap: CapacityModel, q: np.ndarray, alive: np.ndarray, p: np.ndarray,
