@@ -87,10 +87,11 @@ class AlloX:
     re-solved), which makes one decision point cost one matching at ``alpha = 1``.
     A matching is not solved for an idle machine when an exchange argument shows that
     it puts no job first on that machine's type
-    (:func:`~baselines.allox_machines.no_first_job`, e.g. idle CPUs that every job would
-    rather wait for a GPU than take); it is solved later in the decision point if
-    another machine needs it before anything changes, on the same inputs, so the
-    starts are the same.
+    (:func:`~baselines.allox_machines.no_first_job`, tried on every type but the fastest,
+    e.g. idle CPUs that every job would rather wait for a GPU than take); it is solved
+    later in the decision point if another machine needs it before anything changes, on
+    the same inputs, so the starts are the same. The idle machines that the known
+    matchings leave without a job are skipped in one step, not visited one by one.
     Once no waiting job can start on any idle machine (its type, free machines and the
     placement kernel's room), the remaining idle machines are not visited: capacity
     only shrinks within a decision point, so their matchings could only pick jobs
@@ -161,7 +162,7 @@ class AlloX:
                 rows = np.flatnonzero(alive & selmask[users])
                 if not means:
                     means.extend(type_means(pool, p.shape[1]))
-                if self._no_first(p[rows], pool, t, means):
+                if rank[t] < len(rank) - 1 and self._no_first(p[rows], pool, t, means):
                     # the matching puts no job first on this type's idle machines: not
                     # solved now; if another machine needs it before anything changes, it
                     # is solved then, on the same inputs
@@ -176,7 +177,10 @@ class AlloX:
         n_dev = p.shape[1]
         changed = True
         ranked_now = False  # ``ranked``, ``sel`` and ``sel_all`` hold for ``alive`` and ``prog``
-        for i in idle.tolist():
+        pos = 0
+        while pos < len(idle):
+            i = int(idle[pos])
+            pos += 1
             if pool.omega[i] > pool.now:
                 continue  # taken by a gang started at this decision point
             if changed:
@@ -195,11 +199,15 @@ class AlloX:
                 sel_all = tuple(sorted(ranked.tolist()))
                 ranked_now = True
             used = sel
+            sels = (sel, sel_all) if self.raise_alpha and len(ranked) > step else (sel,)
             j = first_on(sel, i)
-            if j < 0 and self.raise_alpha and len(ranked) > step:
+            if j < 0 and len(sels) > 1:
                 used = sel_all
                 j = first_on(sel_all, i)
             if j < 0:
+                # nothing changed: skip the idle machines that both matchings (solved, or
+                # shown to have no job on the machine's type) leave without a job
+                pos = _next_with_job(idle, pos, pool.dev, sels, cache, none_on)
                 continue
             job, d = int(q[j]), int(pool.dev[i])
             w = int(view.workers[job])
@@ -240,6 +248,26 @@ class AlloX:
                 free.astype(np.int64), view.workers, view.cpus_need, view.mem, view.simulator.nodes,
                 cap.ns)
         return bool(entry(any_start_nb, *args)(*args))
+
+
+def _next_with_job(idle: np.ndarray, pos: int, dev: np.ndarray, sels: tuple, cache: dict,
+                   none_on: set) -> int:
+    """The first position ``>= pos`` of ``idle`` whose machine may get a job from one of the
+    matchings of ``sels``: one of them puts a job first on it, or is neither solved
+    (``cache``) nor shown to leave the machine's type without one (``none_on``)."""
+    rest = idle[pos:]
+    if len(rest) == 0:
+        return pos
+    may = np.zeros(len(rest), dtype=bool)
+    types = dev[rest]
+    for sel in sels:
+        if sel in cache:
+            may |= cache[sel][rest] >= 0
+        else:
+            shown = np.array([(sel, t) in none_on for t in range(int(types.max()) + 1)])
+            may |= ~shown[types]
+    nz = np.flatnonzero(may)
+    return pos + (int(nz[0]) if len(nz) else len(rest))
 
 
 def _window(view: View, q: np.ndarray, window: int) -> np.ndarray:
