@@ -36,7 +36,12 @@ from typing import Any
 
 import numpy as np
 
-from baselines.allox_machines import MachinePool, match_first_jobs
+from baselines.allox_machines import (
+    MachinePool,
+    match_first_jobs,
+    no_first_job,
+    type_means,
+)
 from baselines.allox_naive import BF, JSQPlus, SJFPlus
 from baselines.allox_plus import AlloXPlus
 from baselines.allox_shares import AlloXProgress, ceil_users
@@ -47,6 +52,10 @@ from hetgym.sim.dispatch import entry
 from hetgym.sim.view import CapacityModel, View
 
 __all__ = ["BASELINES", "BF", "AlloX", "AlloXPlus", "JSQPlus", "SJFPlus"]
+
+#: Rows from which AlloX tries :func:`~baselines.allox_machines.no_first_job` before solving
+#: a matching (below, solving costs about as much as the proof: 0.5-0.8 ms).
+_PROOF_ROWS = 30
 
 
 @dataclass
@@ -80,6 +89,13 @@ class AlloX:
     A matching stays optimal for the remaining jobs after its first job on a
     machine starts, so it is reused until the set of selected users changes (then
     re-solved), which makes one decision point cost one matching at ``alpha = 1``.
+    A matching is not solved for an idle machine when an exchange argument shows that
+    it puts no job first on that machine's type
+    (:func:`~baselines.allox_machines.no_first_job`, tried for matchings of 30 rows or more
+    on every type but the fastest, e.g. idle CPUs that every job would rather wait for a GPU than take); it is solved
+    later in the decision point if another machine needs it before anything changes, on
+    the same inputs, so the starts are the same. The idle machines that the known
+    matchings leave without a job are skipped in one step, not visited one by one.
     Once no waiting job can start on any idle machine (its type, free machines and the
     placement kernel's room), the remaining idle machines are not visited: capacity
     only shrinks within a decision point, so their matchings could only pick jobs
@@ -136,13 +152,32 @@ class AlloX:
         idle = np.flatnonzero(pool.idle)
         idle = idle[np.argsort(rank[pool.dev[idle]], kind="stable")]
         cache: dict[tuple[int, ...], np.ndarray] = {}
+        none_on: set[tuple[tuple[int, ...], int]] = set()  # (selection, type) shown to get no job
+        means: list = []  # type_means(pool), until the pool changes
         selmask = np.zeros(self.n_users, dtype=bool)
 
         def first_on(sel: tuple[int, ...], i: int) -> int:
             if sel not in cache:
+                t = int(pool.dev[i])
+                if (sel, t) in none_on:
+                    return -1
                 selmask[:] = False
                 selmask[list(sel)] = True
                 rows = np.flatnonzero(alive & selmask[users])
+                # tried where a matching costs more than the proof (about 30 rows), and on
+                # every type but the fastest (where it rarely holds)
+                if len(rows) >= _PROOF_ROWS and rank[t] < len(rank) - 1:
+                    if not means:
+                        means.extend(type_means(pool, p.shape[1]))
+                    proven = self._no_first(p[rows], pool, t, means)
+                else:
+                    proven = False
+                if proven:
+                    # the matching puts no job first on this type's idle machines: not
+                    # solved now; if another machine needs it before anything changes, it
+                    # is solved then, on the same inputs
+                    none_on.add((sel, t))
+                    return -1
                 first, _ = match_first_jobs(p[rows], arrival[rows], pool)
                 self.solves += 1
                 cache[sel] = np.where(first >= 0, rows[np.maximum(first, 0)], -1)
@@ -152,7 +187,10 @@ class AlloX:
         n_dev = p.shape[1]
         changed = True
         ranked_now = False  # ``ranked``, ``sel`` and ``sel_all`` hold for ``alive`` and ``prog``
-        for i in idle.tolist():
+        pos = 0
+        while pos < len(idle):
+            i = int(idle[pos])
+            pos += 1
             if pool.omega[i] > pool.now:
                 continue  # taken by a gang started at this decision point
             if changed:
@@ -171,11 +209,15 @@ class AlloX:
                 sel_all = tuple(sorted(ranked.tolist()))
                 ranked_now = True
             used = sel
+            sels = (sel, sel_all) if self.raise_alpha and len(ranked) > step else (sel,)
             j = first_on(sel, i)
-            if j < 0 and self.raise_alpha and len(ranked) > step:
+            if j < 0 and len(sels) > 1:
                 used = sel_all
                 j = first_on(sel_all, i)
             if j < 0:
+                # nothing changed: skip the idle machines that both matchings (solved, or
+                # shown to have no job on the machine's type) leave without a job
+                pos = _next_with_job(idle, pos, pool.dev, sels, cache, none_on)
                 continue
             job, d = int(q[j]), int(pool.dev[i])
             w = int(view.workers[job])
@@ -183,6 +225,8 @@ class AlloX:
             pl = cap.place(job, d) if w <= int((pool.idle & (pool.dev == d)).sum()) else None
             changed = True
             ranked_now = False
+            none_on.clear()
+            means.clear()
             if pl is None:
                 cache.clear()  # the matching assumed this job would run now
                 continue
@@ -198,6 +242,12 @@ class AlloX:
 
 
     @staticmethod
+    def _no_first(p: np.ndarray, pool: MachinePool, t: int, means: list) -> bool:
+        """Whether the matching of these rows surely puts no job first on an idle machine of
+        type ``t`` (:func:`~baselines.allox_machines.no_first_job`)."""
+        return no_first_job(p, pool, t, means)
+
+    @staticmethod
     def _any_start(view: View, cap: CapacityModel, q: np.ndarray, alive: np.ndarray, p: np.ndarray,
                    free: np.ndarray) -> bool:
         """Whether a waiting job still alive could start on the free machines
@@ -208,6 +258,26 @@ class AlloX:
                 free.astype(np.int64), view.workers, view.cpus_need, view.mem, view.simulator.nodes,
                 cap.ns)
         return bool(entry(any_start_nb, *args)(*args))
+
+
+def _next_with_job(idle: np.ndarray, pos: int, dev: np.ndarray, sels: tuple, cache: dict,
+                   none_on: set) -> int:
+    """The first position ``>= pos`` of ``idle`` whose machine may get a job from one of the
+    matchings of ``sels``: one of them puts a job first on it, or is neither solved
+    (``cache``) nor shown to leave the machine's type without one (``none_on``)."""
+    rest = idle[pos:]
+    if len(rest) == 0:
+        return pos
+    may = np.zeros(len(rest), dtype=bool)
+    types = dev[rest]
+    for sel in sels:
+        if sel in cache:
+            may |= cache[sel][rest] >= 0
+        else:
+            shown = np.array([(sel, t) in none_on for t in range(int(types.max()) + 1)])
+            may |= ~shown[types]
+    nz = np.flatnonzero(may)
+    return pos + (int(nz[0]) if len(nz) else len(rest))
 
 
 def _window(view: View, q: np.ndarray, window: int) -> np.ndarray:

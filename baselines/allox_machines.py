@@ -13,7 +13,8 @@ option is unset). Here:
   with its device type and the time ``omega`` at which it frees (``now`` if idle;
   a busy machine frees when the job holding it is expected to end);
 * :func:`match_first_jobs`: AlloX's min-cost bipartite matching (sec. 3.1-3.2):
-  which job each machine should run first.
+  which job each machine should run first; :func:`no_first_job`: a cheap proof that it
+  puts no job first on the idle machines of a type (the matching need not be solved).
 
 Placement stays the simulator's (``CapacityModel.place``); these parts only
 choose which job goes to which device type, and when.
@@ -36,10 +37,12 @@ __all__ = [
     "admit_pairs",
     "match_first_jobs",
     "may_fit",
+    "no_first_job",
     "run_start_kernel",
     "slot_cores",
     "slot_mem",
     "slots_per_device",
+    "type_means",
 ]
 
 
@@ -319,3 +322,67 @@ def match_first_jobs(p: np.ndarray, arrival: np.ndarray, pool: MachinePool
     lead[1:] = mach[1:] != mach[:-1]
     first[mach[lead]] = rows[lead]
     return first, cost
+
+
+def type_means(pool: MachinePool, n_dev: int) -> list[tuple[np.ndarray, np.ndarray, float]]:
+    """Per device type ``d < n_dev``: ``(r, mean, w0)``, ``mean[k]`` being the mean ``omega`` of
+    the ``r[k]`` machines of the type that free first (``r`` = 1, 2, 4, ..., all of them),
+    and ``w0`` the least ``omega`` of its idle machines (inf if none): what
+    :func:`no_first_job` reads of the pool."""
+    out = []
+    for d in range(n_dev):
+        mine = pool.dev == d
+        om = np.sort(pool.omega[mine])
+        m = len(om)
+        idle = om[om <= pool.now]
+        w0 = float(idle[0]) if len(idle) else np.inf
+        if m == 0:
+            out.append((np.zeros(0, dtype=np.int64), np.zeros(0), w0))
+            continue
+        r = np.unique(np.minimum(2 ** np.arange(int(np.log2(m)) + 2), m))
+        out.append((r, np.cumsum(om)[r - 1] / r, w0))
+    return out
+
+
+def no_first_job(p: np.ndarray, pool: MachinePool, t: int,
+                 means: list[tuple[np.ndarray, np.ndarray, float]] | None = None) -> bool:
+    """True if no optimal matching of :func:`match_first_jobs` (on ``p``, any arrivals) puts
+    a job first on an idle machine of device type ``t``: a proof, not a guess (False
+    means "not shown", and the matching must be solved).
+
+    Exchange argument: say job ``j`` is first, at position ``K >= 1``, on idle machine
+    ``i`` of type ``t`` (cost ``K p_jt + omega_i``, arrival terms cancel). Moving it to the
+    front of a machine ``g`` of another type ``d`` that holds ``k_g`` jobs costs
+    ``(k_g + 1) p_jd + omega_g``, and the others keep their costs. Any ``r`` machines of
+    type ``d`` hold at most ``n - 1`` jobs together (``n`` rows; ``j`` is on ``i``), so the best
+    of the ``r`` whose ``omega`` are least costs at most ``p_jd (n - 1 + r) / r`` plus the mean
+    of their ``omega`` (a minimum is at most the mean). If that is below ``p_jt + min
+    omega`` of the idle machines of type ``t`` for every job that can run on ``t``, every
+    such placement can be strictly improved, so no optimum has one (the column
+    pruning of :func:`match_first_jobs` keeps every optimum, so neither has the pruned
+    one). A margin far above the solver's rounding keeps near-ties out. ``means``:
+    :func:`type_means` of ``pool`` (computed here when not given).
+    """
+    n = p.shape[0]
+    pt = p[:, t] if t < p.shape[1] else np.full(n, np.inf)
+    cand = np.isfinite(pt)
+    if not cand.any():
+        return True  # no job can run on the type: it gets no column
+    if means is None:
+        means = type_means(pool, p.shape[1])
+    w0 = means[t][2]
+    if not np.isfinite(w0):
+        return False  # no idle machine of the type
+    pc, pt = p[cand], pt[cand]
+    best = np.full(len(pt), np.inf)
+    for d, (r, mean, _) in enumerate(means):
+        if d == t or len(r) == 0:
+            continue
+        pd = pc[:, d]
+        f = np.isfinite(pd)
+        if f.any():
+            b = (pd[f, None] * ((n - 1 + r) / r)[None, :] + mean[None, :]).min(axis=1)
+            best[f] = np.minimum(best[f], b)
+    # strictly below by a margin: (costs ~ now + n p) x (n + 1) x 1e-9, far above rounding
+    margin = 1e-9 * (n + 1) * (abs(w0) + pt + np.where(np.isfinite(best), np.abs(best), 0.0) + 1.0)
+    return bool(np.all(best + margin < pt + w0))

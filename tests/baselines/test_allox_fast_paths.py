@@ -15,7 +15,7 @@ import pytest
 import baselines
 import hetgym
 from baselines.allox import AlloX, AlloXPlus, JSQPlus
-from baselines.allox_machines import MachinePool
+from baselines.allox_machines import MachinePool, match_first_jobs, no_first_job
 from baselines.allox_parts import may_fit, slots_per_device
 from baselines.allox_plus import _list_schedule
 from baselines.drf import EqualShare
@@ -204,6 +204,76 @@ def test_allox_stops_only_where_nothing_can_start(name, kw) -> None:
     assert fast.solves <= plain.solves
 
 
+class AlwaysSolveAlloX(AlloX):
+    """AlloX that solves every matching it asks about, also where the exchange argument
+    shows that it puts no job first on the idle machine's type (the fast form skips it)."""
+
+    @staticmethod
+    def _no_first(*args) -> bool:
+        return False
+
+
+def _scaling_scenario(n_jobs: int, load: float):
+    """The 1,024-GPU cluster of ``scripts/bench_scale.py`` at ``load`` with ``n_jobs`` jobs."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+    from bench_scale import scale_scenario
+
+    return scale_scenario(n_jobs, load)
+
+
+def test_no_first_job_is_a_proof() -> None:
+    """Wherever :func:`no_first_job` says the matching puts no job first on the idle
+    machines of a type, the solved matching puts none there; and it says so often enough
+    to matter (random pools of idle and busy machines of 2-4 types, job sizes and type
+    slowdowns spread over a wide range, some jobs unable to run on some types)."""
+    rng = np.random.default_rng(0)
+    shown = empty = 0
+    for _ in range(1500):
+        n_dev = int(rng.integers(2, 5))
+        dev = np.repeat(np.arange(n_dev), rng.integers(1, 8, size=n_dev)).astype(np.int64)
+        now = float(rng.uniform(0, 1000))
+        busy = rng.random(len(dev)) < rng.uniform(0.2, 0.9)
+        pool = MachinePool(dev, np.where(busy, now + rng.exponential(rng.uniform(1, 300), len(dev)), now), now)
+        n = int(rng.integers(1, 30))
+        base = rng.lognormal(3, 1, n)
+        p = base[:, None] * np.exp(rng.uniform(0, rng.uniform(0.1, 3), (n, n_dev)))
+        p[rng.random((n, n_dev)) < 0.1] = np.inf
+        none = np.isinf(p).all(axis=1)
+        p[none, 0] = base[none]
+        first, _ = match_first_jobs(p, now - rng.uniform(0, 500, n), pool)
+        for t in range(n_dev):
+            idle_t = pool.idle & (pool.dev == t)
+            if not idle_t.any():
+                continue
+            empty += bool((first[idle_t] < 0).all())
+            if no_first_job(p, pool, t):
+                shown += 1
+                assert (first[idle_t] < 0).all()
+    assert shown > empty // 4 > 0
+
+
+@pytest.mark.parametrize("name, kw", [
+    ("fitgpp-lab", {"n_jobs": 100}), ("toy-3jobs", {}), ("scale", {"n_jobs": 500, "load": 1.2}),
+    pytest.param("scale", {"n_jobs": 1000, "load": 0.9}, marks=pytest.mark.slow),
+    pytest.param("allox-hybrid", {}, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("alpha", [0.1, 1.0])
+def test_allox_skips_only_matchings_with_no_first_job(name, kw, alpha, monkeypatch) -> None:
+    """Tried on every matching (not only those of 30 rows or more), the proof leaves the
+    schedule as solving every matching does."""
+    import baselines.allox
+
+    monkeypatch.setattr(baselines.allox, "_PROOF_ROWS", 0)
+    sc = _scaling_scenario(**kw) if name == "scale" else hetgym.scenarios.get(name, **kw)
+    fast, plain = AlloX(alpha=alpha), AlwaysSolveAlloX(alpha=alpha)
+    assert_same_schedule(sc, fast, plain)
+    assert fast.solves <= plain.solves
+    if name == "scale":
+        assert fast.solves < plain.solves  # idle CPU slots no job wants: skipped
+
+
 class PlainAlloXPlus(AlloXPlus):
     """AlloX+ as it was written first: per decision point, processing times of the whole
     queue, ``np.lexsort`` of (timed out first, longest waiting first; then least
@@ -281,11 +351,5 @@ def test_allox_plus_kept_order_matches_full_order(seed) -> None:
 def test_allox_plus_matches_plain_rule_on_the_scaling_workload(n_jobs, load) -> None:
     """The 1,024-GPU cluster of ``scripts/bench_scale.py`` (gangs of up to 8 workers,
     queues of hundreds of jobs under overload)."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-    from bench_scale import scale_scenario
-
-    sc = scale_scenario(n_jobs, load)
+    sc = _scaling_scenario(n_jobs, load)
     assert_same_schedule(sc, AlloXPlus(), PlainAlloXPlus())
