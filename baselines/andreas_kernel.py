@@ -12,9 +12,10 @@ call's seed, the iteration and a counter), the seed drawn once per call from the
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
-__all__ = ["config_table_nb", "draw_nb", "iter_key_nb", "pinned_nodes_nb", "rg_search_nb", "swap_pass_nb"]
+__all__ = ["config_table_nb", "draw_nb", "iter_key_nb", "pinned_nodes_nb", "rg_search_nb", "rg_search_par_nb",
+           "swap_pass_nb"]
 
 
 @njit(cache=True)
@@ -589,40 +590,91 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
     such a plan could not be kept, and no other iteration's draws change, so the result
     is the same with and without ``prune``.
 
-    Cost: everything is allocated once per call; an iteration costs O(jobs x G x words)
+    Cost: everything is allocated once per call (:func:`_problem_nb`, :func:`_run_nb`); an iteration costs O(jobs x G x words)
     (node buckets by free GPUs, :func:`_open_fit_nb`) while no GPU is held back for a
     running job, which is every iteration when no running job is re-planned, and restores
     only the nodes it touched. ``scan=True`` does every binding step as a scan (and sort)
     of the class's nodes, without the shortcuts: the same draws and results, which
     ``tests/baselines/test_andreas_kernel.py`` checks.
     """
-    nj = base_order.shape[0]
+    p = _problem_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, mj,
+                    cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
+                    cls_nodes, cls_rate, now, horizon_h, rho, pi, out_node.shape[0])
+    for i in range(out_node.shape[0]):
+        out_node[i] = -1
+        out_cfg[i] = -1
+    return _run_nb(0, max_iter, seed, np.inf, prune, scan, p, base_order, weight, deadline, cfg_cls,
+                   cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g, node_cls, node_free0,
+                   node_open0, first_t0, first_c0, cls_start, cls_nodes, cls_rate, now, alpha, beta,
+                   out_node, out_cfg)
+
+
+@njit(cache=True, parallel=True)
+def rg_search_par_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, mj,
+                     cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0,
+                     cls_start, cls_nodes, cls_rate, now, horizon_h, rho, alpha, beta, pi, max_iter,
+                     seed, out_node, out_cfg, scan, prune, chunks):
+    """:func:`rg_search_nb` (the same arguments, then ``chunks``) with the iterations
+    1 .. ``max_iter`` - 1 split into ``chunks`` contiguous ranges run in parallel
+    (``prange``), each from its own scratch state and pruning against its own best, which
+    starts at iteration 0's f_OBJ. The draws of an iteration depend on (seed, iteration)
+    only and pruning abandons only iterations that could not be kept, so each range's best
+    (ties: its earliest iteration) is what the serial loop would keep among them; merged
+    in iteration order with ties to the earlier range, the result is the serial loop's,
+    bit for bit, whatever ``chunks`` and the thread count
+    (``tests/baselines/test_andreas_kernel.py``)."""
     nrow = out_node.shape[0]
+    p = _problem_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, mj,
+                    cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
+                    cls_nodes, cls_rate, now, horizon_h, rho, pi, nrow)
+    for i in range(nrow):
+        out_node[i] = -1
+        out_cfg[i] = -1
+    best = _run_nb(0, min(1, max_iter), seed, np.inf, prune, scan, p, base_order, weight, deadline,
+                   cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g, node_cls, node_free0,
+                   node_open0, first_t0, first_c0, cls_start, cls_nodes, cls_rate, now, alpha, beta,
+                   out_node, out_cfg)
+    rest = max_iter - 1
+    if rest <= 0:
+        return best
+    nc = max(1, min(chunks, rest))
+    fc = np.full(nc, np.inf)
+    on = np.full((nc, nrow), -1, dtype=np.int64)
+    oc = np.full((nc, nrow), -1, dtype=np.int64)
+    for c in prange(nc):
+        fc[c] = _run_nb(1 + rest * c // nc, 1 + rest * (c + 1) // nc, seed, best, prune, scan, p,
+                        base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen,
+                        cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0,
+                        cls_start, cls_nodes, cls_rate, now, alpha, beta, on[c], oc[c])
+    for c in range(nc):  # in iteration order; a range keeps a plan only if it beats ``best``
+        if fc[c] < best:
+            best = fc[c]
+            out_node[:] = on[c]
+            out_cfg[:] = oc[c]
+    return best
+
+
+@njit(cache=True)
+def _problem_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, mj,
+                cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
+                cls_nodes, cls_rate, now, horizon_h, rho, pi, nrow):
+    """What every iteration of one search reads: the swap thresholds, the GPUs held back for
+    running jobs (``res0``), per class the free GPUs and the most on one node, the node
+    buckets at the start, the postponement costs and the pruning bounds (see
+    :func:`rg_search_nb`); a tuple, read-only for the iterations."""
+    nj = base_order.shape[0]
     nn = node_cls.shape[0]
     nk = cls_start.shape[0] - 1
-    node_free = node_free0.copy()
-    node_open = node_open0.copy()
-    first_t = first_t0.copy()
-    first_c = first_c0.copy()
-    plan_node = np.full(nrow, -1, dtype=np.int64)
-    plan_cfg = np.full(nrow, -1, dtype=np.int64)
-    scr = np.empty(nn, dtype=np.int64)
-    tn = np.empty(nn, dtype=np.int64)
-    tflag = np.zeros(nn, dtype=np.bool_)
-    placed = np.empty(max(nj, 1), dtype=np.int64)
-    rn = np.empty(max(nj, 1), dtype=np.int64)
     thr_gt = threshold_nb(0.5 - pi)  # A-A2's swap probabilities (_swap_p_nb)
     thr_lt = threshold_nb(0.5 + pi)
     thr_eq = threshold_nb(0.5)
     res0 = np.zeros(nn, dtype=np.int64)
-    zero = np.zeros(nn, dtype=np.int64)
     res_total0 = 0
     for q in range(nj):
         c = cur_node[base_order[q]]
         if c >= 0:
             res0[c] += cur_g[base_order[q]]
             res_total0 += cur_g[base_order[q]]
-    node_res = res0.copy()
     cls_free0 = np.zeros(nk, dtype=np.int64)
     gm = 0
     for n in range(nn):
@@ -639,9 +691,9 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
     ub = np.zeros((nk, gm + 1, nw), dtype=np.uint64)
     uc = np.zeros((nk, gm + 1), dtype=np.int64)
     for k in range(nk):
-        for p in range(cls_start[k], cls_start[k + 1]):
-            n = cls_nodes[p]
-            pos[n] = p - cls_start[k]
+        for a in range(cls_start[k], cls_start[k + 1]):
+            n = cls_nodes[a]
+            pos[n] = a - cls_start[k]
             if node_open0[n]:
                 _bucket_flip_nb(ob, oc, k, node_free0[n], pos[n], True)
             else:
@@ -650,8 +702,6 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
     for n in range(nn):
         if node_cls[n] >= 0:
             maxfree0[node_cls[n]] = max(maxfree0[node_cls[n]], node_free0[n])
-    cls_free = cls_free0.copy()
-    maxfree = maxfree0.copy()
     # per job: the cost of postponing it (``pj``), the fewest GPUs of its entries per class
     # (``gmin``; ``gall``: over all jobs), and for pruning lower bounds of f_OBJ: per job
     # (placed: tardiness at its fastest entry; postponed: rho x that or more) and per node
@@ -696,14 +746,31 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
             term = max(term, first_c0[n])
         e_lb0 += _node_lb_nb(node_open0[n], first_t0[n], first_c0[n], node_free0[n], node_cls[n], cmin)
     scale = total_lb + (2 * nj + nn) * term
-    for i in range(nrow):
-        out_node[i] = -1
-        out_cfg[i] = -1
-    return _iterations_nb(0, max_iter, seed, np.inf, prune, scale, scan, base_order, weight,
-                          deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g,
-                          node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
-                          cls_nodes, cls_rate, now, alpha, beta, thr_gt, thr_lt, thr_eq, res0,
-                          res_total0, cls_free0, maxfree0, pos, gmin, gall, pj, npos, lbj,
-                          total_lb, cmin, e_lb0, node_free, node_open, first_t, first_c, node_res,
-                          cls_free, maxfree, ob, oc, ub, uc, plan_node, plan_cfg, scr, tn, tflag,
-                          placed, rn, zero, out_node, out_cfg)
+    return (thr_gt, thr_lt, thr_eq, res0, res_total0, cls_free0, maxfree0, pos, gmin, gall, pj, npos,
+            lbj, total_lb, cmin, e_lb0, scale, ob, oc, ub, uc)
+
+
+@njit(cache=True)
+def _run_nb(it0, it1, seed, best, prune, scan, p, base_order, weight, deadline, cfg_cls, cfg_g,
+            cfg_t, dl, dlen, cl, clen, cur_node, cur_g, node_cls, node_free0, node_open0, first_t0,
+            first_c0, cls_start, cls_nodes, cls_rate, now, alpha, beta, out_node, out_cfg):
+    """Iterations ``it0`` .. ``it1`` - 1 (:func:`_iterations_nb`) on a scratch state of
+    their own, from the problem ``p`` of :func:`_problem_nb`; returns the best f_OBJ below
+    ``best`` (or ``best``), its plan in ``out_node`` / ``out_cfg``."""
+    (thr_gt, thr_lt, thr_eq, res0, res_total0, cls_free0, maxfree0, pos, gmin, gall, pj, npos,
+     lbj, total_lb, cmin, e_lb0, scale, ob0, oc0, ub0, uc0) = p
+    nj = base_order.shape[0]
+    nrow = out_node.shape[0]
+    nn = node_cls.shape[0]
+    return _iterations_nb(it0, it1, seed, best, prune, scale, scan, base_order, weight, deadline,
+                          cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g, node_cls,
+                          node_free0, node_open0, first_t0, first_c0, cls_start, cls_nodes, cls_rate,
+                          now, alpha, beta, thr_gt, thr_lt, thr_eq, res0, res_total0, cls_free0,
+                          maxfree0, pos, gmin, gall, pj, npos, lbj, total_lb, cmin, e_lb0,
+                          node_free0.copy(), node_open0.copy(), first_t0.copy(), first_c0.copy(),
+                          res0.copy(), cls_free0.copy(), maxfree0.copy(), ob0.copy(), oc0.copy(),
+                          ub0.copy(), uc0.copy(), np.full(nrow, -1, dtype=np.int64),
+                          np.full(nrow, -1, dtype=np.int64), np.empty(nn, dtype=np.int64),
+                          np.empty(nn, dtype=np.int64), np.zeros(nn, dtype=np.bool_),
+                          np.empty(max(nj, 1), dtype=np.int64), np.empty(max(nj, 1), dtype=np.int64),
+                          np.zeros(nn, dtype=np.int64), out_node, out_cfg)
