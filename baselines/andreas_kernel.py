@@ -14,44 +14,71 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["config_table_nb", "draw_nb", "iter_key_nb", "pinned_nodes_nb", "rg_search_nb", "rg_search_par_nb",
-           "swap_pass_nb"]
+__all__ = [
+    "config_table_nb",
+    "current_configs_nb",
+    "draw_nb",
+    "iter_key_nb",
+    "pinned_nodes_nb",
+    "rem_moved_nb",
+    "rg_search_nb",
+    "rg_search_par_nb",
+    "swap_pass_nb",
+]
+
+
+@njit(cache=True, inline="always")
+def rem_moved_nb(rem, work, ckpt):
+    """Work left if a job with ``rem`` of ``work`` left changed configuration now: with
+    checkpoints every ``ckpt`` > 0 work units the completed work rounded down to whole
+    checkpoints (a move loses the rest; relative 1e-9 for rounding); else ``rem``."""
+    if ckpt <= 0.0:
+        return rem
+    done = work - rem
+    kept = np.floor(done / ckpt + 1e-9 * max(1.0, done / ckpt)) * ckpt
+    return max(rem, work - kept)
 
 
 @njit(cache=True)
-def config_table_nb(remaining, rem_moved, tput, scale_exp, min_w, max_w, cpus, mem, deadline, delay_of,
-                    cur_cls, cur_g, cls_dev, cls_gpus, cls_cpus, cls_mem, cls_idle, cls_gpu_w,
-                    eur_per_j, now, out_cls, out_g, out_t, out_cost, dl, dlen, cl, clen,
-                    delta, mj):
+def config_table_nb(jobs, remaining, work, ckpt, first_start, restart_delay, tput, scale_exp, min_w,
+                    max_w, cpus, mem, deadline, cur_cls, cur_g, cls_dev, cls_gpus, cls_cpus, cls_mem,
+                    cls_idle, cls_gpu_w, eur_per_j, now, out_cls, out_g, out_t, out_cost, dl, dlen,
+                    cl, clen, delta, mj):
     """Configurations (class k, g) of each job, their times and costs, and the D* lists.
 
-    Job row i: ``t = delta_i + R / (g * tput[i, dev_k] * g ** (e_i - 1))`` with
-    ``delta_i`` = ``delay_of[i]`` and R = ``rem_moved[i]`` (the work left after the
-    checkpoint rule of a move) unless (k, g) is the job's current configuration
-    (``cur_cls``, ``cur_g``: R = ``remaining[i]``, no delay); cost = t x (idle_w_k + g x gpu_w_k) x ``eur_per_j`` (EUR).
+    Row i is job ``jobs[i]`` (the job arrays are the simulator's, indexed by job; ``cur_cls``,
+    ``cur_g`` by row): ``t = delta_i + R / (g * tput[j, dev_k] * g ** (e_j - 1))`` with
+    ``delta_i`` = ``restart_delay`` if the job ran before (``first_start`` not NaN), else 0,
+    and R = the work left after the checkpoint rule of a move (:func:`rem_moved_nb`, with
+    ``ckpt`` work units per checkpoint, 0: none) unless (k, g) is the job's current
+    configuration (``cur_cls``, ``cur_g``: R = ``remaining[j]``, no delay); cost = t x (idle_w_k + g x gpu_w_k) x ``eur_per_j`` (EUR).
     A configuration must fit an empty node of the class (g GPUs, g x cores, g x memory).
     ``dl[i, :dlen[i]]``: D*_i = {T_c + t < d_i} by cost ascending (ties: t, then entry);
     ``cl[i, :clen[i]]``: the other entries by t ascending. ``delta[i]`` = pressure
     (Eq. 2) = T_c + min t - d_i, ``mj[i]`` = max t. Returns the entries per job written.
     """
-    nj = remaining.shape[0]
+    nj = jobs.shape[0]
     nk = cls_dev.shape[0]
     for i in range(nj):
+        j = jobs[i]
+        rem = remaining[j]
+        moved = rem_moved_nb(rem, work[j], ckpt)
+        delay = restart_delay if not np.isnan(first_start[j]) else 0.0
         m = 0
         for k in range(nk):
             d = cls_dev[k]
-            tp = tput[i, d]
+            tp = tput[j, d]
             if tp <= 0.0:
                 continue
-            hi = min(max_w[i], cls_gpus[k])
-            for g in range(min_w[i], hi + 1):
-                if g * cpus[i, d] > cls_cpus[k] + 1e-9 or g * mem[i] > cls_mem[k] + 1e-9:
+            hi = min(max_w[j], cls_gpus[k])
+            for g in range(min_w[j], hi + 1):
+                if g * cpus[j, d] > cls_cpus[k] + 1e-9 or g * mem[j] > cls_mem[k] + 1e-9:
                     continue
-                rate = g * tp * g ** (scale_exp[i] - 1.0)
+                rate = g * tp * g ** (scale_exp[j] - 1.0)
                 if k == cur_cls[i] and g == cur_g[i]:
-                    t = remaining[i] / rate
+                    t = rem / rate
                 else:
-                    t = delay_of[i] + rem_moved[i] / rate
+                    t = delay + moved / rate
                 out_cls[i, m] = k
                 out_g[i, m] = g
                 out_t[i, m] = t
@@ -62,12 +89,12 @@ def config_table_nb(remaining, rem_moved, tput, scale_exp, min_w, max_w, cpus, m
         for q in range(m):
             tmin = min(tmin, out_t[i, q])
             tmax = max(tmax, out_t[i, q])
-        delta[i] = now + tmin - deadline[i] if m > 0 else -np.inf
+        delta[i] = now + tmin - deadline[j] if m > 0 else -np.inf
         mj[i] = tmax
         nd = 0
         nc = 0
         for q in range(m):
-            if now + out_t[i, q] < deadline[i]:
+            if now + out_t[i, q] < deadline[j]:
                 dl[i, nd] = q
                 nd += 1
             else:
@@ -92,6 +119,27 @@ def config_table_nb(remaining, rem_moved, tput, scale_exp, min_w, max_w, cpus, m
             cl[i, b] = x
         dlen[i] = nd
         clen[i] = nc
+    return 0
+
+
+@njit(cache=True)
+def current_configs_nb(jobs, nworkers, status, worker_node, of_node, running, grace, out_node,
+                       out_cls, out_g):
+    """(node, class, g) of each job's current run when it holds GPUs of one GPU node (status
+    ``running`` or ``grace``, g = its gang size > 0, every worker on its first worker's
+    node, a node of a class), else (-1, -1, -1), written to the ``out_*`` arrays."""
+    for i in range(jobs.shape[0]):
+        j = jobs[i]
+        g = nworkers[j]
+        first = worker_node[j, 0]
+        ok = g > 0 and (status[j] == running or status[j] == grace) and first >= 0
+        for s in range(1, min(g, worker_node.shape[1])):
+            ok = ok and worker_node[j, s] == first
+        k = of_node[first] if ok else -1
+        ok = ok and k >= 0
+        out_node[i] = first if ok else -1
+        out_cls[i] = k if ok else -1
+        out_g[i] = g if ok else -1
     return 0
 
 
