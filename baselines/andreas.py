@@ -67,6 +67,7 @@ from baselines.andreas_parts import (
     config_table,
     current_configs,
     fits_node,
+    may_fit,
     pinned_mask,
     pinned_nodes,
     plan_decisions,
@@ -184,6 +185,14 @@ class AndreasRG:
     def decide(self, view: Any) -> list[Decision]:
         targets, running, outside, f = self.plan(view)
         self.last_objective = f
+        sim = getattr(view, "simulator", None)
+        if not running and not outside and sim is not None:
+            # nothing to preempt or move: only the targets that fit their node now can
+            # start (plan_decisions would decide nothing else); often none does, and then
+            # the scratch capacity and the walk are skipped
+            ns = sim.ns
+            if not may_fit(view, ns.free_gpus, ns.free_cpus, ns.free_mem, targets).any():
+                return []
         cap = view.capacity()
         out = plan_decisions(view, cap, targets, running)
         return out + start_outside_model(view, cap, outside)

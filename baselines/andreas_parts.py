@@ -35,6 +35,7 @@ __all__ = [
     "current_configs",
     "eur_per_joule",
     "fits_node",
+    "may_fit",
     "pinned_jobs",
     "pinned_mask",
     "pinned_nodes",
@@ -255,6 +256,19 @@ def relabel_nodes(targets: dict[int, tuple[int, int]], current: dict[int, tuple[
     return {j: (where[n], g) for j, (n, g) in targets.items()}
 
 
+def may_fit(view, free_gpus: np.ndarray, free_cpus: np.ndarray, free_mem: np.ndarray,
+            targets: dict[int, tuple[int, int]]) -> np.ndarray:
+    """Whether each target ``(node, g)`` of job j (in ``targets`` order) fits its node's free
+    GPUs, cores and memory: one vectorised test (most planned jobs do not fit there)."""
+    tj = np.fromiter(targets.keys(), dtype=np.int64, count=len(targets))
+    tn = np.fromiter((v[0] for v in targets.values()), dtype=np.int64, count=len(targets))
+    tg = np.fromiter((v[1] for v in targets.values()), dtype=np.int64, count=len(targets))
+    td = np.asarray(view.node_device)[tn]
+    return ((np.asarray(free_gpus)[tn] >= tg)
+            & (tg * view.cpus_need[tj, td] <= np.asarray(free_cpus)[tn] + EPS)
+            & (tg * view.mem[tj] <= np.asarray(free_mem)[tn] + EPS))
+
+
 def plan_decisions(view, cap, targets: dict[int, tuple[int, int]], replan: list[int]) -> list[Decision]:
     """Decisions that carry out a plan (spec 4.1 step 5).
 
@@ -286,15 +300,8 @@ def plan_decisions(view, cap, targets: dict[int, tuple[int, int]], replan: list[
         cap.give(j)
     placements: dict[int, Placement] = {}
     # whether each target fits its node before any start (capacity only shrinks below, so
-    # a job that does not fit now does not fit later): one vectorised test for the many
-    # planned jobs whose cores or memory do not fit
-    tj = np.fromiter(targets.keys(), dtype=np.int64, count=len(targets))
-    tn = np.fromiter((v[0] for v in targets.values()), dtype=np.int64, count=len(targets))
-    tg = np.fromiter((v[1] for v in targets.values()), dtype=np.int64, count=len(targets))
-    td = np.asarray(view.node_device)[tn]
-    may = ((np.asarray(cap.free_gpus)[tn] >= tg)
-           & (tg * view.cpus_need[tj, td] <= np.asarray(cap.free_cpus)[tn] + EPS)
-           & (tg * view.mem[tj] <= np.asarray(cap.free_mem)[tn] + EPS)).tolist()
+    # a job that does not fit now does not fit later)
+    may = may_fit(view, cap.free_gpus, cap.free_cpus, cap.free_mem, targets).tolist()
     for i, (j, (n, g)) in enumerate(targets.items()):
         if j in keep:
             continue
