@@ -439,18 +439,18 @@ def _node_lb_nb(is_open, ft, fc, free, k, cmin):
 
 
 @njit(cache=True)
-def _iterations_nb(it0, it1, seed, best, prune, scale, scan, base_order, weight, deadline, cfg_cls,
+def _iterations_nb(it0, it1, step, seed, best, prune, scale, scan, base_order, weight, deadline, cfg_cls,
                    cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g, node_cls, node_free0,
                    node_open0, first_t0, first_c0, cls_start, cls_nodes, cls_rate, now, alpha, beta,
                    thr_gt, thr_lt, thr_eq, res0, res_total0, cls_free0, maxfree0, pos, gmin, gall,
                    pj, npos, lbj, total_lb, cmin, e_lb0, node_free, node_open, first_t, first_c,
                    node_res, cls_free, maxfree, ob, oc, ub, uc, plan_node, plan_cfg, scr, tn, tflag,
                    placed, rn, zero, out_node, out_cfg):
-    """Iterations ``it0`` .. ``it1`` - 1 of Algorithm 1 (draws of iteration ``it`` from
+    """Iterations ``it0``, ``it0`` + ``step``, ... below ``it1`` of Algorithm 1 (draws of iteration ``it`` from
     :func:`iter_key_nb` (seed, it); ``thr_*``: the swap probabilities as
     :func:`threshold_nb`), each a construction scored by f_OBJ; a plan better than ``best``
     (strictly: ties keep the earlier iteration) is written to ``out_node`` / ``out_cfg``;
-    returns the best f_OBJ. With ``prune`` an iteration is abandoned as soon as a lower
+    returns the best f_OBJ and its iteration (-1: none beat ``best``). With ``prune`` an iteration is abandoned as soon as a lower
     bound of its f_OBJ exceeds the best so far by 1e-9 x (best + ``scale``) (it could not
     be kept). Once no job of the call fits any node (:func:`_closed_nb`) every job left is
     postponed: it only adds its cost ``pj`` (``npos`` jobs have ``pj > 0``; none left: the
@@ -458,7 +458,8 @@ def _iterations_nb(it0, it1, seed, best, prune, scale, scan, base_order, weight,
     (the nodes it touched, listed in ``tn``; the running jobs' held GPUs, ``rn``)."""
     nj = base_order.shape[0]
     nn = node_cls.shape[0]
-    for it in range(it0, it1):
+    best_it = -1
+    for it in range(it0, it1, step):
         key = iter_key_nb(seed, it)
         bound = best if prune else np.inf
         tol = 1e-9 * (bound + scale)
@@ -597,12 +598,13 @@ def _iterations_nb(it0, it1, seed, best, prune, scale, scan, base_order, weight,
         maxfree[:] = maxfree0
         if f < best:
             best = f
+            best_it = it
             out_node[:] = -1
             out_cfg[:] = -1
             for a in range(m):
                 out_node[placed[a]] = plan_node[placed[a]]
                 out_cfg[placed[a]] = plan_cfg[placed[a]]
-    return best
+    return best, best_it
 
 
 @njit(cache=True)
@@ -651,10 +653,10 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
     for i in range(out_node.shape[0]):
         out_node[i] = -1
         out_cfg[i] = -1
-    return _run_nb(0, max_iter, seed, np.inf, prune, scan, p, base_order, weight, deadline, cfg_cls,
+    return _run_nb(0, max_iter, 1, seed, np.inf, prune, scan, p, base_order, weight, deadline, cfg_cls,
                    cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g, node_cls, node_free0,
                    node_open0, first_t0, first_c0, cls_start, cls_nodes, cls_rate, now, alpha, beta,
-                   out_node, out_cfg)
+                   out_node, out_cfg)[0]
 
 
 @njit(cache=True, parallel=True)
@@ -663,14 +665,15 @@ def rg_search_par_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dl
                      cls_start, cls_nodes, cls_rate, now, horizon_h, rho, alpha, beta, pi, max_iter,
                      seed, out_node, out_cfg, scan, prune, chunks):
     """:func:`rg_search_nb` (the same arguments, then ``chunks``) with the iterations
-    1 .. ``max_iter`` - 1 split into ``chunks`` contiguous ranges run in parallel
-    (``prange``), each from its own scratch state and pruning against its own best, which
-    starts at iteration 0's f_OBJ. The draws of an iteration depend on (seed, iteration)
-    only and pruning abandons only iterations that could not be kept, so each range's best
-    (ties: its earliest iteration) is what the serial loop would keep among them; merged
-    in iteration order with ties to the earlier range, the result is the serial loop's,
-    bit for bit, whatever ``chunks`` and the thread count
-    (``tests/baselines/test_andreas_kernel.py``)."""
+    1 .. ``max_iter`` - 1 dealt to ``chunks`` interleaved sets (chunk c: 1 + c, 1 + c +
+    chunks, ...) run in parallel (``prange``), each from its own scratch state and pruning
+    against its own best, which starts at iteration 0's f_OBJ (interleaved, each chunk's
+    best improves about as fast as the serial loop's, so pruning abandons as much). The
+    draws of an iteration depend on (seed, iteration) only and pruning abandons only
+    iterations that could not be kept, so each chunk's best (ties: its earliest iteration)
+    is what the serial loop would keep among them; the lowest f_OBJ over the chunks, ties
+    to the earliest iteration, is the serial loop's result, bit for bit, whatever
+    ``chunks`` and the thread count (``tests/baselines/test_andreas_kernel.py``)."""
     nrow = out_node.shape[0]
     p = _problem_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, mj,
                     cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
@@ -678,25 +681,28 @@ def rg_search_par_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dl
     for i in range(nrow):
         out_node[i] = -1
         out_cfg[i] = -1
-    best = _run_nb(0, min(1, max_iter), seed, np.inf, prune, scan, p, base_order, weight, deadline,
-                   cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g, node_cls, node_free0,
-                   node_open0, first_t0, first_c0, cls_start, cls_nodes, cls_rate, now, alpha, beta,
-                   out_node, out_cfg)
+    best = _run_nb(0, min(1, max_iter), 1, seed, np.inf, prune, scan, p, base_order, weight,
+                   deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g, node_cls,
+                   node_free0, node_open0, first_t0, first_c0, cls_start, cls_nodes, cls_rate, now,
+                   alpha, beta, out_node, out_cfg)[0]
     rest = max_iter - 1
     if rest <= 0:
         return best
     nc = max(1, min(chunks, rest))
     fc = np.full(nc, np.inf)
+    fi = np.full(nc, -1, dtype=np.int64)
     on = np.full((nc, nrow), -1, dtype=np.int64)
     oc = np.full((nc, nrow), -1, dtype=np.int64)
-    for c in prange(nc):
-        fc[c] = _run_nb(1 + rest * c // nc, 1 + rest * (c + 1) // nc, seed, best, prune, scan, p,
-                        base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen,
-                        cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0,
-                        cls_start, cls_nodes, cls_rate, now, alpha, beta, on[c], oc[c])
-    for c in range(nc):  # in iteration order; a range keeps a plan only if it beats ``best``
-        if fc[c] < best:
+    for c in prange(nc):  # chunk c: iterations 1 + c, 1 + c + nc, ...
+        fc[c], fi[c] = _run_nb(1 + c, max_iter, nc, seed, best, prune, scan, p, base_order, weight,
+                               deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g,
+                               node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
+                               cls_nodes, cls_rate, now, alpha, beta, on[c], oc[c])
+    bi = 0
+    for c in range(nc):  # the lowest f_OBJ below iteration 0's; ties: the earliest iteration
+        if fi[c] >= 0 and (fc[c] < best or (fc[c] == best and fi[c] < bi)):
             best = fc[c]
+            bi = fi[c]
             out_node[:] = on[c]
             out_cfg[:] = oc[c]
     return best
@@ -799,18 +805,19 @@ def _problem_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, c
 
 
 @njit(cache=True)
-def _run_nb(it0, it1, seed, best, prune, scan, p, base_order, weight, deadline, cfg_cls, cfg_g,
+def _run_nb(it0, it1, step, seed, best, prune, scan, p, base_order, weight, deadline, cfg_cls, cfg_g,
             cfg_t, dl, dlen, cl, clen, cur_node, cur_g, node_cls, node_free0, node_open0, first_t0,
             first_c0, cls_start, cls_nodes, cls_rate, now, alpha, beta, out_node, out_cfg):
-    """Iterations ``it0`` .. ``it1`` - 1 (:func:`_iterations_nb`) on a scratch state of
-    their own, from the problem ``p`` of :func:`_problem_nb`; returns the best f_OBJ below
-    ``best`` (or ``best``), its plan in ``out_node`` / ``out_cfg``."""
+    """Iterations ``it0``, ``it0`` + ``step``, ... below ``it1`` (:func:`_iterations_nb`) on
+    a scratch state of their own, from the problem ``p`` of :func:`_problem_nb`; returns
+    the best f_OBJ below ``best`` (or ``best``) and its iteration (or -1), its plan in
+    ``out_node`` / ``out_cfg``."""
     (thr_gt, thr_lt, thr_eq, res0, res_total0, cls_free0, maxfree0, pos, gmin, gall, pj, npos,
      lbj, total_lb, cmin, e_lb0, scale, ob0, oc0, ub0, uc0) = p
     nj = base_order.shape[0]
     nrow = out_node.shape[0]
     nn = node_cls.shape[0]
-    return _iterations_nb(it0, it1, seed, best, prune, scale, scan, base_order, weight, deadline,
+    return _iterations_nb(it0, it1, step, seed, best, prune, scale, scan, base_order, weight, deadline,
                           cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g, node_cls,
                           node_free0, node_open0, first_t0, first_c0, cls_start, cls_nodes, cls_rate,
                           now, alpha, beta, thr_gt, thr_lt, thr_eq, res0, res_total0, cls_free0,

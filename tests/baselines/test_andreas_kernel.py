@@ -59,6 +59,23 @@ def searching_with(search):
 RefRG = searching_with(rg_search_ref_nb)  # the reference scan
 
 
+def recorded_calls(sc, rg: AndreasRG) -> list[list]:
+    """The search kernel's arguments at every decision point of a serial run of ``rg``."""
+    calls = []
+
+    def spy(*args):
+        calls.append([a.copy() if isinstance(a, np.ndarray) else a for a in args[:NARGS]])
+        return rg_search_nb(*args)
+
+    saved = andreas_mod.rg_search_nb
+    andreas_mod.rg_search_nb = spy
+    try:
+        hetgym.simulate(sc, rg)
+    finally:
+        andreas_mod.rg_search_nb = saved
+    return calls
+
+
 @pytest.mark.parametrize("name,kw", CASES)
 @pytest.mark.parametrize("beta", [0.2, 0.7])
 def test_runs_match_the_reference_search(name: str, kw: dict, beta: float) -> None:
@@ -69,18 +86,7 @@ def test_runs_match_the_reference_search(name: str, kw: dict, beta: float) -> No
 def test_calls_match_the_reference_search() -> None:
     """Every decision point of a run: the same f_OBJ and the same plan, bit for bit."""
     sc = hetgym.scenarios.get("andreas-sim", n_nodes=6, seed=2)
-    calls = []
-
-    def spy(*args):
-        calls.append([a.copy() if isinstance(a, np.ndarray) else a for a in args[:NARGS]])
-        return rg_search_nb(*args)
-
-    saved = andreas_mod.rg_search_nb
-    andreas_mod.rg_search_nb = spy
-    try:
-        hetgym.simulate(sc, AndreasRG(max_iter=50, beta=0.5, parallel=False))
-    finally:
-        andreas_mod.rg_search_nb = saved
+    calls = recorded_calls(sc, AndreasRG(max_iter=50, beta=0.5, parallel=False))
     assert len(calls) > 20
     improved = 0
     for args in calls:
@@ -126,23 +132,6 @@ def test_counter_draws_are_uniform_and_independent_of_order() -> None:
     order = np.arange(2000)
     swap_pass_nb(order, np.ones(2000), 0.05, key)
     assert sorted(order) == list(range(2000)) and 0.3 < np.mean(order != np.arange(2000)) < 0.9
-
-
-def recorded_calls(sc, rg: AndreasRG) -> list[list]:
-    """The search kernel's arguments at every decision point of a serial run of ``rg``."""
-    calls = []
-
-    def spy(*args):
-        calls.append([a.copy() if isinstance(a, np.ndarray) else a for a in args[:NARGS]])
-        return rg_search_nb(*args)
-
-    saved = andreas_mod.rg_search_nb
-    andreas_mod.rg_search_nb = spy
-    try:
-        hetgym.simulate(sc, rg)
-    finally:
-        andreas_mod.rg_search_nb = saved
-    return calls
 
 
 def fresh_out(args: list) -> list:
