@@ -56,16 +56,18 @@ swap can win the proxy and lose real tardiness) is the paper's behaviour, kept.
 
 from __future__ import annotations
 
+from time import perf_counter
 from typing import Any
 
 import numpy as np
 
-from baselines.andreas_kernel import rg_search_nb
+from baselines.andreas_kernel import rg_search_nb, rg_search_par_nb
 from baselines.andreas_parts import (
     NodeClasses,
     config_table,
     current_configs,
     fits_node,
+    may_fit,
     pinned_mask,
     pinned_nodes,
     plan_decisions,
@@ -88,12 +90,17 @@ class AndreasRG:
         pi: Swap bias (A-A2).
         rho: Penalty coefficient of postponed jobs (paper section V-B: 100).
         round_length: H, seconds between periodic decision points (paper: 5 min).
+        parallel: The search's iterations in parallel chunks (``rg_search_par_nb``,
+            ``prange``) or serially (``rg_search_nb``); both give the same plan bit for
+            bit. None (default): whichever runs faster here and now, timed as the run goes
+            (:class:`hetgym.autopar.KernelChooser`; serial when Numba has one thread).
     """
 
     call_when_queue_empty = True
 
     def __init__(self, max_iter: int = 1000, alpha: float = 0.05, beta: float = 0.2,
-                 pi: float = 0.05, rho: float = 100.0, round_length: float = 300.0) -> None:
+                 pi: float = 0.05, rho: float = 100.0, round_length: float = 300.0,
+                 parallel: bool | None = None) -> None:
         if max_iter < 1:
             raise ValueError(f"andreas-rg: max_iter must be >= 1, got {max_iter}")
         for name, v in (("alpha", alpha), ("beta", beta), ("pi", pi)):
@@ -101,10 +108,31 @@ class AndreasRG:
                 raise ValueError(f"andreas-rg: {name} must be in [0, 1], got {v}")
         self.max_iter, self.alpha, self.beta, self.pi, self.rho = max_iter, alpha, beta, pi, rho
         self.round_length = float(round_length)
+        self.parallel = parallel
         self.last_objective = float("nan")
 
     def reset(self, view: Any) -> None:
         self.classes = NodeClasses.of(view)
+        import numba
+
+        from hetgym.autopar import KernelChooser, prefer_workqueue
+
+        self._chunks = int(numba.get_num_threads())
+        par = self.parallel if self._chunks > 1 else False
+        self._chooser = KernelChooser() if par is None else None
+        self._kernel = 1 if par else 0
+        if par is not False:
+            prefer_workqueue()  # OpenMP's spinning threads made the search 5x slower under load
+
+    def _search(self, *args: Any) -> float:
+        """The search kernel on ``args`` (:func:`rg_search_nb`'s), serial or threaded."""
+        ch = self._chooser
+        k = self._kernel if ch is None else ch.pick()
+        t = perf_counter()
+        f = rg_search_nb(*args) if k == 0 else rg_search_par_nb(*args, self._chunks)
+        if ch is not None:
+            ch.record(k, perf_counter() - t)
+        return f
 
     def plan(self, view: Any) -> tuple[dict[int, tuple[int, int]], list[int], list[int], float]:
         """The best plan now: ``({job: (node, g)}, replanned running jobs, waiting jobs
@@ -140,7 +168,7 @@ class AndreasRG:
         cur_g = np.maximum(cur_g, 0)
         out_node = np.empty(len(cand), dtype=np.int64)
         out_cfg = np.empty(len(cand), dtype=np.int64)
-        f = rg_search_nb(base, np.ascontiguousarray(view.weight[cand]),
+        f = self._search(base, np.ascontiguousarray(view.weight[cand]),
                          np.ascontiguousarray(view.deadline[cand]), tab.cls, tab.g, tab.t, tab.dl,
                          tab.dlen, tab.cl, tab.clen, tab.mj, cur, cur_g, cl.of_node, free, is_open, first_t,
                          first_c, cl.start, cl.nodes, cl.rate, float(view.now), self.round_length,
@@ -157,6 +185,14 @@ class AndreasRG:
     def decide(self, view: Any) -> list[Decision]:
         targets, running, outside, f = self.plan(view)
         self.last_objective = f
+        sim = getattr(view, "simulator", None)
+        if not running and not outside and sim is not None:
+            # nothing to preempt or move: only the targets that fit their node now can
+            # start (plan_decisions would decide nothing else); often none does, and then
+            # the scratch capacity and the walk are skipped
+            ns = sim.ns
+            if not may_fit(view, ns.free_gpus, ns.free_cpus, ns.free_mem, targets).any():
+                return []
         cap = view.capacity()
         out = plan_decisions(view, cap, targets, running)
         return out + start_outside_model(view, cap, outside)

@@ -12,45 +12,73 @@ call's seed, the iteration and a counter), the seed drawn once per call from the
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
-__all__ = ["config_table_nb", "draw_nb", "iter_key_nb", "pinned_nodes_nb", "rg_search_nb", "swap_pass_nb"]
+__all__ = [
+    "config_table_nb",
+    "current_configs_nb",
+    "draw_nb",
+    "iter_key_nb",
+    "pinned_nodes_nb",
+    "rem_moved_nb",
+    "rg_search_nb",
+    "rg_search_par_nb",
+    "swap_pass_nb",
+]
+
+
+@njit(cache=True, inline="always")
+def rem_moved_nb(rem, work, ckpt):
+    """Work left if a job with ``rem`` of ``work`` left changed configuration now: with
+    checkpoints every ``ckpt`` > 0 work units the completed work rounded down to whole
+    checkpoints (a move loses the rest; relative 1e-9 for rounding); else ``rem``."""
+    if ckpt <= 0.0:
+        return rem
+    done = work - rem
+    kept = np.floor(done / ckpt + 1e-9 * max(1.0, done / ckpt)) * ckpt
+    return max(rem, work - kept)
 
 
 @njit(cache=True)
-def config_table_nb(remaining, rem_moved, tput, scale_exp, min_w, max_w, cpus, mem, deadline, delay_of,
-                    cur_cls, cur_g, cls_dev, cls_gpus, cls_cpus, cls_mem, cls_idle, cls_gpu_w,
-                    eur_per_j, now, out_cls, out_g, out_t, out_cost, dl, dlen, cl, clen,
-                    delta, mj):
+def config_table_nb(jobs, remaining, work, ckpt, first_start, restart_delay, tput, scale_exp, min_w,
+                    max_w, cpus, mem, deadline, cur_cls, cur_g, cls_dev, cls_gpus, cls_cpus, cls_mem,
+                    cls_idle, cls_gpu_w, eur_per_j, now, out_cls, out_g, out_t, out_cost, dl, dlen,
+                    cl, clen, delta, mj):
     """Configurations (class k, g) of each job, their times and costs, and the D* lists.
 
-    Job row i: ``t = delta_i + R / (g * tput[i, dev_k] * g ** (e_i - 1))`` with
-    ``delta_i`` = ``delay_of[i]`` and R = ``rem_moved[i]`` (the work left after the
-    checkpoint rule of a move) unless (k, g) is the job's current configuration
-    (``cur_cls``, ``cur_g``: R = ``remaining[i]``, no delay); cost = t x (idle_w_k + g x gpu_w_k) x ``eur_per_j`` (EUR).
+    Row i is job ``jobs[i]`` (the job arrays are the simulator's, indexed by job; ``cur_cls``,
+    ``cur_g`` by row): ``t = delta_i + R / (g * tput[j, dev_k] * g ** (e_j - 1))`` with
+    ``delta_i`` = ``restart_delay`` if the job ran before (``first_start`` not NaN), else 0,
+    and R = the work left after the checkpoint rule of a move (:func:`rem_moved_nb`, with
+    ``ckpt`` work units per checkpoint, 0: none) unless (k, g) is the job's current
+    configuration (``cur_cls``, ``cur_g``: R = ``remaining[j]``, no delay); cost = t x (idle_w_k + g x gpu_w_k) x ``eur_per_j`` (EUR).
     A configuration must fit an empty node of the class (g GPUs, g x cores, g x memory).
     ``dl[i, :dlen[i]]``: D*_i = {T_c + t < d_i} by cost ascending (ties: t, then entry);
     ``cl[i, :clen[i]]``: the other entries by t ascending. ``delta[i]`` = pressure
     (Eq. 2) = T_c + min t - d_i, ``mj[i]`` = max t. Returns the entries per job written.
     """
-    nj = remaining.shape[0]
+    nj = jobs.shape[0]
     nk = cls_dev.shape[0]
     for i in range(nj):
+        j = jobs[i]
+        rem = remaining[j]
+        moved = rem_moved_nb(rem, work[j], ckpt)
+        delay = restart_delay if not np.isnan(first_start[j]) else 0.0
         m = 0
         for k in range(nk):
             d = cls_dev[k]
-            tp = tput[i, d]
+            tp = tput[j, d]
             if tp <= 0.0:
                 continue
-            hi = min(max_w[i], cls_gpus[k])
-            for g in range(min_w[i], hi + 1):
-                if g * cpus[i, d] > cls_cpus[k] + 1e-9 or g * mem[i] > cls_mem[k] + 1e-9:
+            hi = min(max_w[j], cls_gpus[k])
+            for g in range(min_w[j], hi + 1):
+                if g * cpus[j, d] > cls_cpus[k] + 1e-9 or g * mem[j] > cls_mem[k] + 1e-9:
                     continue
-                rate = g * tp * g ** (scale_exp[i] - 1.0)
+                rate = g * tp * g ** (scale_exp[j] - 1.0)
                 if k == cur_cls[i] and g == cur_g[i]:
-                    t = remaining[i] / rate
+                    t = rem / rate
                 else:
-                    t = delay_of[i] + rem_moved[i] / rate
+                    t = delay + moved / rate
                 out_cls[i, m] = k
                 out_g[i, m] = g
                 out_t[i, m] = t
@@ -61,12 +89,12 @@ def config_table_nb(remaining, rem_moved, tput, scale_exp, min_w, max_w, cpus, m
         for q in range(m):
             tmin = min(tmin, out_t[i, q])
             tmax = max(tmax, out_t[i, q])
-        delta[i] = now + tmin - deadline[i] if m > 0 else -np.inf
+        delta[i] = now + tmin - deadline[j] if m > 0 else -np.inf
         mj[i] = tmax
         nd = 0
         nc = 0
         for q in range(m):
-            if now + out_t[i, q] < deadline[i]:
+            if now + out_t[i, q] < deadline[j]:
                 dl[i, nd] = q
                 nd += 1
             else:
@@ -91,6 +119,27 @@ def config_table_nb(remaining, rem_moved, tput, scale_exp, min_w, max_w, cpus, m
             cl[i, b] = x
         dlen[i] = nd
         clen[i] = nc
+    return 0
+
+
+@njit(cache=True)
+def current_configs_nb(jobs, nworkers, status, worker_node, of_node, running, grace, out_node,
+                       out_cls, out_g):
+    """(node, class, g) of each job's current run when it holds GPUs of one GPU node (status
+    ``running`` or ``grace``, g = its gang size > 0, every worker on its first worker's
+    node, a node of a class), else (-1, -1, -1), written to the ``out_*`` arrays."""
+    for i in range(jobs.shape[0]):
+        j = jobs[i]
+        g = nworkers[j]
+        first = worker_node[j, 0]
+        ok = g > 0 and (status[j] == running or status[j] == grace) and first >= 0
+        for s in range(1, min(g, worker_node.shape[1])):
+            ok = ok and worker_node[j, s] == first
+        k = of_node[first] if ok else -1
+        ok = ok and k >= 0
+        out_node[i] = first if ok else -1
+        out_cls[i] = k if ok else -1
+        out_g[i] = g if ok else -1
     return 0
 
 
@@ -390,18 +439,18 @@ def _node_lb_nb(is_open, ft, fc, free, k, cmin):
 
 
 @njit(cache=True)
-def _iterations_nb(it0, it1, seed, best, prune, scale, scan, base_order, weight, deadline, cfg_cls,
+def _iterations_nb(it0, it1, step, seed, best, prune, scale, scan, base_order, weight, deadline, cfg_cls,
                    cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g, node_cls, node_free0,
                    node_open0, first_t0, first_c0, cls_start, cls_nodes, cls_rate, now, alpha, beta,
                    thr_gt, thr_lt, thr_eq, res0, res_total0, cls_free0, maxfree0, pos, gmin, gall,
                    pj, npos, lbj, total_lb, cmin, e_lb0, node_free, node_open, first_t, first_c,
                    node_res, cls_free, maxfree, ob, oc, ub, uc, plan_node, plan_cfg, scr, tn, tflag,
                    placed, rn, zero, out_node, out_cfg):
-    """Iterations ``it0`` .. ``it1`` - 1 of Algorithm 1 (draws of iteration ``it`` from
+    """Iterations ``it0``, ``it0`` + ``step``, ... below ``it1`` of Algorithm 1 (draws of iteration ``it`` from
     :func:`iter_key_nb` (seed, it); ``thr_*``: the swap probabilities as
     :func:`threshold_nb`), each a construction scored by f_OBJ; a plan better than ``best``
     (strictly: ties keep the earlier iteration) is written to ``out_node`` / ``out_cfg``;
-    returns the best f_OBJ. With ``prune`` an iteration is abandoned as soon as a lower
+    returns the best f_OBJ and its iteration (-1: none beat ``best``). With ``prune`` an iteration is abandoned as soon as a lower
     bound of its f_OBJ exceeds the best so far by 1e-9 x (best + ``scale``) (it could not
     be kept). Once no job of the call fits any node (:func:`_closed_nb`) every job left is
     postponed: it only adds its cost ``pj`` (``npos`` jobs have ``pj > 0``; none left: the
@@ -409,7 +458,8 @@ def _iterations_nb(it0, it1, seed, best, prune, scale, scan, base_order, weight,
     (the nodes it touched, listed in ``tn``; the running jobs' held GPUs, ``rn``)."""
     nj = base_order.shape[0]
     nn = node_cls.shape[0]
-    for it in range(it0, it1):
+    best_it = -1
+    for it in range(it0, it1, step):
         key = iter_key_nb(seed, it)
         bound = best if prune else np.inf
         tol = 1e-9 * (bound + scale)
@@ -548,12 +598,13 @@ def _iterations_nb(it0, it1, seed, best, prune, scale, scan, base_order, weight,
         maxfree[:] = maxfree0
         if f < best:
             best = f
+            best_it = it
             out_node[:] = -1
             out_cfg[:] = -1
             for a in range(m):
                 out_node[placed[a]] = plan_node[placed[a]]
                 out_cfg[placed[a]] = plan_cfg[placed[a]]
-    return best
+    return best, best_it
 
 
 @njit(cache=True)
@@ -589,40 +640,95 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
     such a plan could not be kept, and no other iteration's draws change, so the result
     is the same with and without ``prune``.
 
-    Cost: everything is allocated once per call; an iteration costs O(jobs x G x words)
+    Cost: everything is allocated once per call (:func:`_problem_nb`, :func:`_run_nb`); an iteration costs O(jobs x G x words)
     (node buckets by free GPUs, :func:`_open_fit_nb`) while no GPU is held back for a
     running job, which is every iteration when no running job is re-planned, and restores
     only the nodes it touched. ``scan=True`` does every binding step as a scan (and sort)
     of the class's nodes, without the shortcuts: the same draws and results, which
     ``tests/baselines/test_andreas_kernel.py`` checks.
     """
-    nj = base_order.shape[0]
+    p = _problem_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, mj,
+                    cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
+                    cls_nodes, cls_rate, now, horizon_h, rho, pi, out_node.shape[0])
+    for i in range(out_node.shape[0]):
+        out_node[i] = -1
+        out_cfg[i] = -1
+    return _run_nb(0, max_iter, 1, seed, np.inf, prune, scan, p, base_order, weight, deadline, cfg_cls,
+                   cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g, node_cls, node_free0,
+                   node_open0, first_t0, first_c0, cls_start, cls_nodes, cls_rate, now, alpha, beta,
+                   out_node, out_cfg)[0]
+
+
+@njit(cache=True, parallel=True)
+def rg_search_par_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, mj,
+                     cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0,
+                     cls_start, cls_nodes, cls_rate, now, horizon_h, rho, alpha, beta, pi, max_iter,
+                     seed, out_node, out_cfg, scan, prune, chunks):
+    """:func:`rg_search_nb` (the same arguments, then ``chunks``) with the iterations
+    1 .. ``max_iter`` - 1 dealt to ``chunks`` interleaved sets (chunk c: 1 + c, 1 + c +
+    chunks, ...) run in parallel (``prange``), each from its own scratch state and pruning
+    against its own best, which starts at iteration 0's f_OBJ (interleaved, each chunk's
+    best improves about as fast as the serial loop's, so pruning abandons as much). The
+    draws of an iteration depend on (seed, iteration) only and pruning abandons only
+    iterations that could not be kept, so each chunk's best (ties: its earliest iteration)
+    is what the serial loop would keep among them; the lowest f_OBJ over the chunks, ties
+    to the earliest iteration, is the serial loop's result, bit for bit, whatever
+    ``chunks`` and the thread count (``tests/baselines/test_andreas_kernel.py``)."""
     nrow = out_node.shape[0]
+    p = _problem_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, mj,
+                    cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
+                    cls_nodes, cls_rate, now, horizon_h, rho, pi, nrow)
+    for i in range(nrow):
+        out_node[i] = -1
+        out_cfg[i] = -1
+    best = _run_nb(0, min(1, max_iter), 1, seed, np.inf, prune, scan, p, base_order, weight,
+                   deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g, node_cls,
+                   node_free0, node_open0, first_t0, first_c0, cls_start, cls_nodes, cls_rate, now,
+                   alpha, beta, out_node, out_cfg)[0]
+    rest = max_iter - 1
+    if rest <= 0:
+        return best
+    nc = max(1, min(chunks, rest))
+    fc = np.full(nc, np.inf)
+    fi = np.full(nc, -1, dtype=np.int64)
+    on = np.full((nc, nrow), -1, dtype=np.int64)
+    oc = np.full((nc, nrow), -1, dtype=np.int64)
+    for c in prange(nc):  # chunk c: iterations 1 + c, 1 + c + nc, ...
+        fc[c], fi[c] = _run_nb(1 + c, max_iter, nc, seed, best, prune, scan, p, base_order, weight,
+                               deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g,
+                               node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
+                               cls_nodes, cls_rate, now, alpha, beta, on[c], oc[c])
+    bi = 0
+    for c in range(nc):  # the lowest f_OBJ below iteration 0's; ties: the earliest iteration
+        if fi[c] >= 0 and (fc[c] < best or (fc[c] == best and fi[c] < bi)):
+            best = fc[c]
+            bi = fi[c]
+            out_node[:] = on[c]
+            out_cfg[:] = oc[c]
+    return best
+
+
+@njit(cache=True)
+def _problem_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, mj,
+                cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
+                cls_nodes, cls_rate, now, horizon_h, rho, pi, nrow):
+    """What every iteration of one search reads: the swap thresholds, the GPUs held back for
+    running jobs (``res0``), per class the free GPUs and the most on one node, the node
+    buckets at the start, the postponement costs and the pruning bounds (see
+    :func:`rg_search_nb`); a tuple, read-only for the iterations."""
+    nj = base_order.shape[0]
     nn = node_cls.shape[0]
     nk = cls_start.shape[0] - 1
-    node_free = node_free0.copy()
-    node_open = node_open0.copy()
-    first_t = first_t0.copy()
-    first_c = first_c0.copy()
-    plan_node = np.full(nrow, -1, dtype=np.int64)
-    plan_cfg = np.full(nrow, -1, dtype=np.int64)
-    scr = np.empty(nn, dtype=np.int64)
-    tn = np.empty(nn, dtype=np.int64)
-    tflag = np.zeros(nn, dtype=np.bool_)
-    placed = np.empty(max(nj, 1), dtype=np.int64)
-    rn = np.empty(max(nj, 1), dtype=np.int64)
     thr_gt = threshold_nb(0.5 - pi)  # A-A2's swap probabilities (_swap_p_nb)
     thr_lt = threshold_nb(0.5 + pi)
     thr_eq = threshold_nb(0.5)
     res0 = np.zeros(nn, dtype=np.int64)
-    zero = np.zeros(nn, dtype=np.int64)
     res_total0 = 0
     for q in range(nj):
         c = cur_node[base_order[q]]
         if c >= 0:
             res0[c] += cur_g[base_order[q]]
             res_total0 += cur_g[base_order[q]]
-    node_res = res0.copy()
     cls_free0 = np.zeros(nk, dtype=np.int64)
     gm = 0
     for n in range(nn):
@@ -639,9 +745,9 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
     ub = np.zeros((nk, gm + 1, nw), dtype=np.uint64)
     uc = np.zeros((nk, gm + 1), dtype=np.int64)
     for k in range(nk):
-        for p in range(cls_start[k], cls_start[k + 1]):
-            n = cls_nodes[p]
-            pos[n] = p - cls_start[k]
+        for a in range(cls_start[k], cls_start[k + 1]):
+            n = cls_nodes[a]
+            pos[n] = a - cls_start[k]
             if node_open0[n]:
                 _bucket_flip_nb(ob, oc, k, node_free0[n], pos[n], True)
             else:
@@ -650,8 +756,6 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
     for n in range(nn):
         if node_cls[n] >= 0:
             maxfree0[node_cls[n]] = max(maxfree0[node_cls[n]], node_free0[n])
-    cls_free = cls_free0.copy()
-    maxfree = maxfree0.copy()
     # per job: the cost of postponing it (``pj``), the fewest GPUs of its entries per class
     # (``gmin``; ``gall``: over all jobs), and for pruning lower bounds of f_OBJ: per job
     # (placed: tardiness at its fastest entry; postponed: rho x that or more) and per node
@@ -696,14 +800,32 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
             term = max(term, first_c0[n])
         e_lb0 += _node_lb_nb(node_open0[n], first_t0[n], first_c0[n], node_free0[n], node_cls[n], cmin)
     scale = total_lb + (2 * nj + nn) * term
-    for i in range(nrow):
-        out_node[i] = -1
-        out_cfg[i] = -1
-    return _iterations_nb(0, max_iter, seed, np.inf, prune, scale, scan, base_order, weight,
-                          deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g,
-                          node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
-                          cls_nodes, cls_rate, now, alpha, beta, thr_gt, thr_lt, thr_eq, res0,
-                          res_total0, cls_free0, maxfree0, pos, gmin, gall, pj, npos, lbj,
-                          total_lb, cmin, e_lb0, node_free, node_open, first_t, first_c, node_res,
-                          cls_free, maxfree, ob, oc, ub, uc, plan_node, plan_cfg, scr, tn, tflag,
-                          placed, rn, zero, out_node, out_cfg)
+    return (thr_gt, thr_lt, thr_eq, res0, res_total0, cls_free0, maxfree0, pos, gmin, gall, pj, npos,
+            lbj, total_lb, cmin, e_lb0, scale, ob, oc, ub, uc)
+
+
+@njit(cache=True)
+def _run_nb(it0, it1, step, seed, best, prune, scan, p, base_order, weight, deadline, cfg_cls, cfg_g,
+            cfg_t, dl, dlen, cl, clen, cur_node, cur_g, node_cls, node_free0, node_open0, first_t0,
+            first_c0, cls_start, cls_nodes, cls_rate, now, alpha, beta, out_node, out_cfg):
+    """Iterations ``it0``, ``it0`` + ``step``, ... below ``it1`` (:func:`_iterations_nb`) on
+    a scratch state of their own, from the problem ``p`` of :func:`_problem_nb`; returns
+    the best f_OBJ below ``best`` (or ``best``) and its iteration (or -1), its plan in
+    ``out_node`` / ``out_cfg``."""
+    (thr_gt, thr_lt, thr_eq, res0, res_total0, cls_free0, maxfree0, pos, gmin, gall, pj, npos,
+     lbj, total_lb, cmin, e_lb0, scale, ob0, oc0, ub0, uc0) = p
+    nj = base_order.shape[0]
+    nrow = out_node.shape[0]
+    nn = node_cls.shape[0]
+    return _iterations_nb(it0, it1, step, seed, best, prune, scale, scan, base_order, weight, deadline,
+                          cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g, node_cls,
+                          node_free0, node_open0, first_t0, first_c0, cls_start, cls_nodes, cls_rate,
+                          now, alpha, beta, thr_gt, thr_lt, thr_eq, res0, res_total0, cls_free0,
+                          maxfree0, pos, gmin, gall, pj, npos, lbj, total_lb, cmin, e_lb0,
+                          node_free0.copy(), node_open0.copy(), first_t0.copy(), first_c0.copy(),
+                          res0.copy(), cls_free0.copy(), maxfree0.copy(), ob0.copy(), oc0.copy(),
+                          ub0.copy(), uc0.copy(), np.full(nrow, -1, dtype=np.int64),
+                          np.full(nrow, -1, dtype=np.int64), np.empty(nn, dtype=np.int64),
+                          np.empty(nn, dtype=np.int64), np.zeros(nn, dtype=np.bool_),
+                          np.empty(max(nj, 1), dtype=np.int64), np.empty(max(nj, 1), dtype=np.int64),
+                          np.zeros(nn, dtype=np.int64), out_node, out_cfg)

@@ -20,7 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from baselines.andreas_kernel import config_table_nb, pinned_nodes_nb
+from baselines.andreas_kernel import (
+    config_table_nb,
+    current_configs_nb,
+    pinned_nodes_nb,
+)
 from hetgym.decisions import Decision, Move, Placement, Preempt, Start
 from hetgym.sim.codes import GRACE, RUNNING
 
@@ -31,6 +35,7 @@ __all__ = [
     "current_configs",
     "eur_per_joule",
     "fits_node",
+    "may_fit",
     "pinned_jobs",
     "pinned_mask",
     "pinned_nodes",
@@ -117,17 +122,13 @@ class ConfigTable:
 def current_configs(view, classes: NodeClasses, jobs: np.ndarray) -> tuple[np.ndarray, ...]:
     """(node, class, g) of each job's current run when it holds GPUs of one GPU node
     (running or in a grace period), else (-1, -1, -1); int64 arrays."""
-    jobs = np.asarray(jobs, dtype=np.int64)
-    g = np.asarray(view.nworkers[jobs], dtype=np.int64)
-    st = np.asarray(view.status[jobs])
-    wn = np.asarray(view.worker_node[jobs])
-    first = wn[:, 0] if wn.shape[0] else np.zeros(0, dtype=np.int64)
-    slot = np.arange(wn.shape[1])[None, :] < g[:, None]
-    one_node = ((wn == first[:, None]) | ~slot).all(axis=1)
-    cls = np.where(first >= 0, classes.of_node[np.maximum(first, 0)], -1)
-    ok = (g > 0) & ((st == RUNNING) | (st == GRACE)) & one_node & (cls >= 0)
-    return (np.where(ok, first, -1).astype(np.int64), np.where(ok, cls, -1).astype(np.int64),
-            np.where(ok, g, -1).astype(np.int64))
+    jobs = np.ascontiguousarray(jobs, dtype=np.int64)
+    out = np.empty((3, len(jobs)), dtype=np.int64)
+    sim = getattr(view, "simulator", None)  # its arrays as they are (the view's are read-only views)
+    js = sim.js if sim is not None else view
+    current_configs_nb(jobs, js.nworkers, js.status, js.worker_node, classes.of_node, RUNNING,
+                       GRACE, out[0], out[1], out[2])
+    return out[0], out[1], out[2]
 
 
 def config_table(view, classes: NodeClasses, jobs: np.ndarray,
@@ -141,8 +142,6 @@ def config_table(view, classes: NodeClasses, jobs: np.ndarray,
         _, cur_cls, cur_g = current_configs(view, classes, jobs)
     else:
         cur_cls, cur_g = current
-    ran = ~np.isnan(view.first_start[jobs])
-    delay = np.where(ran, float(view.options.restart_delay), 0.0)
     out = ConfigTable(jobs=jobs, cls=np.zeros((nj, kmax), np.int64), g=np.zeros((nj, kmax), np.int64),
                       t=np.zeros((nj, kmax)), cost=np.zeros((nj, kmax)),
                       dl=np.zeros((nj, kmax), np.int64), dlen=np.zeros(nj, np.int64),
@@ -150,31 +149,16 @@ def config_table(view, classes: NodeClasses, jobs: np.ndarray,
                       delta=np.zeros(nj), mj=np.zeros(nj))
     if nj == 0:
         return out
-    rem = np.ascontiguousarray(view.remaining[jobs])
-    config_table_nb(rem, rem_after_move(view, jobs, rem), np.ascontiguousarray(view.tput[jobs]),
-                    np.ascontiguousarray(view.scale_exp[jobs]),
-                    np.ascontiguousarray(view.min_workers[jobs]),
-                    np.ascontiguousarray(view.max_workers[jobs]),
-                    np.ascontiguousarray(view.cpus_need[jobs]), np.ascontiguousarray(view.mem[jobs]),
-                    np.ascontiguousarray(view.deadline[jobs]), delay, cur_cls, cur_g,
-                    classes.dev, classes.gpus, classes.cpus, classes.mem, classes.idle_w,
-                    classes.gpu_w, eur_per_joule(view), float(view.now), out.cls, out.g, out.t,
-                    out.cost, out.dl, out.dlen, out.cl, out.clen, out.delta, out.mj)
-    return out
-
-
-def rem_after_move(view, jobs: np.ndarray, rem: np.ndarray) -> np.ndarray:
-    """Work left if the jobs changed configuration now: with ``checkpoint_unit="work"`` the
-    completed work rounded down to whole checkpoints (a running job's move loses the rest);
-    otherwise the work left as it is (the seconds rule's loss is not anticipated)."""
     o = view.options
-    q = float(o.checkpoint_interval)
-    if o.checkpoint_unit != "work" or q <= 0:
-        return rem.copy()
-    work = view.work[jobs]
-    done = work - rem
-    kept = np.floor(done / q + 1e-9 * np.maximum(1.0, done / q)) * q
-    return np.ascontiguousarray(np.maximum(rem, work - kept))
+    ckpt = float(o.checkpoint_interval) if o.checkpoint_unit == "work" else 0.0
+    config_table_nb(jobs, view.remaining, view.work, ckpt, view.first_start, float(o.restart_delay),
+                    view.tput, view.scale_exp, view.min_workers, view.max_workers, view.cpus_need,
+                    view.mem, view.deadline, np.ascontiguousarray(cur_cls, dtype=np.int64),
+                    np.ascontiguousarray(cur_g, dtype=np.int64), classes.dev, classes.gpus,
+                    classes.cpus, classes.mem, classes.idle_w, classes.gpu_w, eur_per_joule(view),
+                    float(view.now), out.cls, out.g, out.t, out.cost, out.dl, out.dlen, out.cl,
+                    out.clen, out.delta, out.mj)
+    return out
 
 
 def pinned_jobs(view, classes: NodeClasses) -> list[int]:
@@ -272,6 +256,19 @@ def relabel_nodes(targets: dict[int, tuple[int, int]], current: dict[int, tuple[
     return {j: (where[n], g) for j, (n, g) in targets.items()}
 
 
+def may_fit(view, free_gpus: np.ndarray, free_cpus: np.ndarray, free_mem: np.ndarray,
+            targets: dict[int, tuple[int, int]]) -> np.ndarray:
+    """Whether each target ``(node, g)`` of job j (in ``targets`` order) fits its node's free
+    GPUs, cores and memory: one vectorised test (most planned jobs do not fit there)."""
+    tj = np.fromiter(targets.keys(), dtype=np.int64, count=len(targets))
+    tn = np.fromiter((v[0] for v in targets.values()), dtype=np.int64, count=len(targets))
+    tg = np.fromiter((v[1] for v in targets.values()), dtype=np.int64, count=len(targets))
+    td = np.asarray(view.node_device)[tn]
+    return ((np.asarray(free_gpus)[tn] >= tg)
+            & (tg * view.cpus_need[tj, td] <= np.asarray(free_cpus)[tn] + EPS)
+            & (tg * view.mem[tj] <= np.asarray(free_mem)[tn] + EPS))
+
+
 def plan_decisions(view, cap, targets: dict[int, tuple[int, int]], replan: list[int]) -> list[Decision]:
     """Decisions that carry out a plan (spec 4.1 step 5).
 
@@ -303,15 +300,8 @@ def plan_decisions(view, cap, targets: dict[int, tuple[int, int]], replan: list[
         cap.give(j)
     placements: dict[int, Placement] = {}
     # whether each target fits its node before any start (capacity only shrinks below, so
-    # a job that does not fit now does not fit later): one vectorised test for the many
-    # planned jobs whose cores or memory do not fit
-    tj = np.fromiter(targets.keys(), dtype=np.int64, count=len(targets))
-    tn = np.fromiter((v[0] for v in targets.values()), dtype=np.int64, count=len(targets))
-    tg = np.fromiter((v[1] for v in targets.values()), dtype=np.int64, count=len(targets))
-    td = np.asarray(view.node_device)[tn]
-    may = ((np.asarray(cap.free_gpus)[tn] >= tg)
-           & (tg * view.cpus_need[tj, td] <= np.asarray(cap.free_cpus)[tn] + EPS)
-           & (tg * view.mem[tj] <= np.asarray(cap.free_mem)[tn] + EPS)).tolist()
+    # a job that does not fit now does not fit later)
+    may = may_fit(view, cap.free_gpus, cap.free_cpus, cap.free_mem, targets).tolist()
     for i, (j, (n, g)) in enumerate(targets.items()):
         if j in keep:
             continue

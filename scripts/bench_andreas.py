@@ -7,6 +7,7 @@ run on ``fitgpp-lab`` (``--jobs`` jobs), then times the kernel (CPU time, the be
     python scripts/bench_andreas.py                          # 1,024 jobs, every 25th point
     python scripts/bench_andreas.py --save /tmp/rg_calls.pkl # keep the recorded calls
     python scripts/bench_andreas.py --load /tmp/rg_calls.pkl # time another tree on them
+    python scripts/bench_andreas.py --load /tmp/rg_calls.pkl --chunks 2  # the threaded search
     python scripts/bench_andreas.py --scenario andreas-sim --nodes 20 --jobs 0 --every 10
 
 The kernel's first 31 arguments are the same across versions, so calls recorded with one
@@ -43,23 +44,28 @@ def record(n_jobs: int, every: int, scenario: str = "fitgpp-lab", **kw) -> list[
     try:
         if n_jobs:
             kw["n_jobs"] = n_jobs
-        hetgym.simulate(hetgym.scenarios.get(scenario, **kw), andreas_mod.AndreasRG())
+        hetgym.simulate(hetgym.scenarios.get(scenario, **kw), andreas_mod.AndreasRG(parallel=False))
     finally:
         andreas_mod.rg_search_nb = real
     return calls
 
 
-def time_calls(calls: list[tuple], repeat: int) -> tuple[float, list[float]]:
-    """Best CPU seconds per pass over ``calls`` and the objectives found."""
-    from baselines.andreas_kernel import rg_search_nb
+def time_calls(calls: list[tuple], repeat: int, chunks: int = 0) -> tuple[float, float, list[float]]:
+    """Best CPU and best wall seconds per pass over ``calls`` and the objectives found;
+    ``chunks`` > 0: the threaded search (``rg_search_par_nb``) with that many chunks."""
+    import baselines.andreas_kernel as kern
 
-    extra = (False, True)[:rg_search_nb.py_func.__code__.co_argcount - 31]  # scan, prune if taken
-    best, objs = np.inf, []
+    fn = kern.rg_search_nb
+    extra = (False, True)[:fn.py_func.__code__.co_argcount - 31]  # scan, prune if taken
+    if chunks > 0:
+        fn, extra = kern.rg_search_par_nb, (False, True, chunks)
+    best, wall, objs = np.inf, np.inf, []
     for _ in range(repeat):
-        t = time.process_time()
-        objs = [rg_search_nb(*c[:31], *extra) for c in calls]
+        t, w = time.process_time(), time.perf_counter()
+        objs = [fn(*c[:31], *extra) for c in calls]
         best = min(best, time.process_time() - t)
-    return best, objs
+        wall = min(wall, time.perf_counter() - w)
+    return best, wall, objs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--save", default=None)
     ap.add_argument("--load", default=None)
+    ap.add_argument("--chunks", type=int, default=0,
+                    help="time rg_search_par_nb with this many chunks (0: the serial rg_search_nb)")
     a = ap.parse_args(argv)
     if a.load:
         with open(a.load, "rb") as fh:
@@ -81,11 +89,12 @@ def main(argv: list[str] | None = None) -> int:
         if a.save:
             with open(a.save, "wb") as fh:
                 pickle.dump(calls, fh)
-    time_calls(calls[:1], 1)  # compile / load
-    sec, objs = time_calls(calls, a.repeat)
+    time_calls(calls[:1], 1, a.chunks)  # compile / load
+    sec, wall, objs = time_calls(calls, a.repeat, a.chunks)
     jobs = np.mean([len(c[0]) for c in calls])
-    print(f"{len(calls)} calls, {jobs:.1f} jobs per call on average: {1e3 * sec / len(calls):.2f} ms CPU "
-          f"per call (best of {a.repeat}); sum of f_OBJ {np.sum(objs):.6f}")
+    print(f"{len(calls)} calls, {jobs:.1f} jobs per call on average: {1e3 * sec / len(calls):.2f} ms CPU, "
+          f"{1e3 * wall / len(calls):.2f} ms wall per call (best of {a.repeat}, chunks {a.chunks}); "
+          f"sum of f_OBJ {np.sum(objs):.6f}")
     return 0
 
 

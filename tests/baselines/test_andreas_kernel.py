@@ -1,7 +1,9 @@
 """The ANDREAS Randomized Greedy search with node buckets and its shortcuts gives exactly
 the plans (and draws) of the plain scan it replaced (``rg_search_nb(..., scan=True)``, the
 same counter-based draws): whole runs, job by job, and single calls compared entry by entry;
-abandoning iterations early (``prune``) changes nothing either."""
+abandoning iterations early (``prune``) changes nothing either, nor does running the
+iterations in parallel chunks (``rg_search_par_nb``: any number of chunks, one or two
+threads)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from baselines.andreas_kernel import (
     draw_nb,
     iter_key_nb,
     rg_search_nb,
+    rg_search_par_nb,
     swap_pass_nb,
     threshold_nb,
 )
@@ -37,21 +40,40 @@ def rg_search_ref_nb(*args):
 
 
 def searching_with(search):
-    """AndreasRG whose search kernel is ``search`` (same arguments as rg_search_nb)."""
+    """AndreasRG whose search kernel is ``search`` (same arguments as rg_search_nb), serial
+    or threaded."""
 
     class RG(AndreasRG):
         def plan(self, view):
-            saved = andreas_mod.rg_search_nb
+            saved = andreas_mod.rg_search_nb, andreas_mod.rg_search_par_nb
             andreas_mod.rg_search_nb = search
+            andreas_mod.rg_search_par_nb = lambda *args: search(*args[:-1])  # without chunks
             try:
                 return super().plan(view)
             finally:
-                andreas_mod.rg_search_nb = saved
+                andreas_mod.rg_search_nb, andreas_mod.rg_search_par_nb = saved
 
     return RG
 
 
 RefRG = searching_with(rg_search_ref_nb)  # the reference scan
+
+
+def recorded_calls(sc, rg: AndreasRG) -> list[list]:
+    """The search kernel's arguments at every decision point of a serial run of ``rg``."""
+    calls = []
+
+    def spy(*args):
+        calls.append([a.copy() if isinstance(a, np.ndarray) else a for a in args[:NARGS]])
+        return rg_search_nb(*args)
+
+    saved = andreas_mod.rg_search_nb
+    andreas_mod.rg_search_nb = spy
+    try:
+        hetgym.simulate(sc, rg)
+    finally:
+        andreas_mod.rg_search_nb = saved
+    return calls
 
 
 @pytest.mark.parametrize("name,kw", CASES)
@@ -64,18 +86,7 @@ def test_runs_match_the_reference_search(name: str, kw: dict, beta: float) -> No
 def test_calls_match_the_reference_search() -> None:
     """Every decision point of a run: the same f_OBJ and the same plan, bit for bit."""
     sc = hetgym.scenarios.get("andreas-sim", n_nodes=6, seed=2)
-    calls = []
-
-    def spy(*args):
-        calls.append([a.copy() if isinstance(a, np.ndarray) else a for a in args[:NARGS]])
-        return rg_search_nb(*args)
-
-    saved = andreas_mod.rg_search_nb
-    andreas_mod.rg_search_nb = spy
-    try:
-        hetgym.simulate(sc, AndreasRG(max_iter=50, beta=0.5))
-    finally:
-        andreas_mod.rg_search_nb = saved
+    calls = recorded_calls(sc, AndreasRG(max_iter=50, beta=0.5, parallel=False))
     assert len(calls) > 20
     improved = 0
     for args in calls:
@@ -121,3 +132,56 @@ def test_counter_draws_are_uniform_and_independent_of_order() -> None:
     order = np.arange(2000)
     swap_pass_nb(order, np.ones(2000), 0.05, key)
     assert sorted(order) == list(range(2000)) and 0.3 < np.mean(order != np.arange(2000)) < 0.9
+
+
+def fresh_out(args: list) -> list:
+    """``args`` with new output arrays (filled with garbage: the kernel must write them)."""
+    a = list(args)
+    a[-2], a[-1] = np.full_like(args[-2], 99), np.full_like(args[-1], 99)
+    return a
+
+
+@pytest.mark.parametrize("name,kw", [("andreas-sim", {"n_nodes": 6, "gpus": "4/2", "seed": 3}),
+                                     ("fitgpp-lab", {"n_jobs": 150, "nodes": 12})])
+def test_parallel_chunks_match_the_serial_loop(name: str, kw: dict) -> None:
+    """Every decision point of a run: rg_search_par_nb with 1, 2, 3, 7 or more chunks than
+    iterations gives rg_search_nb's f_OBJ and plan bit for bit, with and without pruning
+    (ties between chunks go to the earlier iteration)."""
+    calls = recorded_calls(hetgym.scenarios.get(name, **kw), AndreasRG(max_iter=40, parallel=False))
+    assert len(calls) > 10
+    for args in calls:
+        for prune in (True, False):
+            a = fresh_out(args)
+            f = rg_search_nb(*a, False, prune)
+            for chunks in (1, 2, 3, 7, 100):
+                b = fresh_out(args)
+                assert rg_search_par_nb(*b, False, prune, chunks) == f
+                assert (a[-2] == b[-2]).all() and (a[-1] == b[-1]).all()
+        one = fresh_out(args)
+        one[-4] = 1  # max_iter = 1: iteration 0 alone, no chunk
+        b = fresh_out(one)
+        assert rg_search_par_nb(*b, False, True, 2) == rg_search_nb(*one, False, True)
+        assert (one[-2] == b[-2]).all() and (one[-1] == b[-1]).all()
+
+
+@pytest.mark.parametrize("name,kw", [("fitgpp-lab", {"n_jobs": 200, "nodes": 12}),
+                                     ("andreas-sim", {"n_nodes": 6, "seed": 4})])
+def test_runs_match_with_one_or_two_threads(name: str, kw: dict) -> None:
+    """Whole runs job by job: the threaded search with one thread, with two, and the serial
+    search (``parallel=False``) give the same schedule."""
+    import numba
+
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("Numba has one thread here (NUMBA_NUM_THREADS)")
+    sc = hetgym.scenarios.get(name, **kw)
+    before = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = AndreasRG(max_iter=100, parallel=True)
+        hetgym.simulate(sc, one)  # (compiles)
+        numba.set_num_threads(2)
+        assert_same_schedule(sc, AndreasRG(max_iter=100, parallel=True), AndreasRG(max_iter=100, parallel=False))
+        numba.set_num_threads(1)
+        assert_same_schedule(sc, AndreasRG(max_iter=100, parallel=True), AndreasRG(max_iter=100, parallel=False))
+    finally:
+        numba.set_num_threads(before)
