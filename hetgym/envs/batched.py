@@ -52,6 +52,17 @@ from hetgym.sim.engine import InvariantError
 __all__ = ["HetClusterVecEnv"]
 
 
+def _observe_into(env: HetClusterEnv, obs: np.ndarray, mask: np.ndarray) -> None:
+    """Make ``env``'s kernels write its observation and mask into ``obs`` / ``mask`` (rows
+    of the batch's outputs: the batch kernel then has nothing to copy, see
+    :func:`~hetgym.envs.fused.write_row_nb`). Same types as the env's own arrays (1-d,
+    C-contiguous), so no kernel is compiled again."""
+    obs[:] = env._es.obs
+    mask[:] = env._es.mask
+    env._es = env._es._replace(obs=obs, mask=mask)
+    env._obs, env._mask = obs, mask
+
+
 class HetClusterVecEnv(VectorEnv):
     """N ``HetCluster-v0`` envs stepped together (see the module docstring).
 
@@ -95,6 +106,8 @@ class HetClusterVecEnv(VectorEnv):
         a_n = int(e0.action_space.n)
         self._obs = np.zeros((n,) + e0.observation_space.shape, dtype=np.float32)
         self._mask = np.zeros((n, a_n), dtype=np.bool_)
+        for i, env in enumerate(self.envs):
+            _observe_into(env, self._obs[i], self._mask[i])
         self._rew = np.zeros(n)
         self._terms = np.zeros((n, len(TERMS)))
         self._term = np.zeros(n, dtype=np.bool_)

@@ -363,10 +363,14 @@ def finish_step_nb(i, P, S, EP, ES, steps, stuck, max_steps, rewards, terms, ter
 def write_row_nb(i, S, ES, obs, masks, stat):
     """Observation, mask and time / queued / running / done of one env into row ``i``."""
     run = S.run
-    for k in range(ES.obs.shape[0]):  # loops: a slice copy compiles Numba's shape-error path
-        obs[i, k] = ES.obs[k]
-    for k in range(ES.mask.shape[0]):
-        masks[i, k] = ES.mask[k]
+    # the batched env's sub-envs observe into their rows (ES.obs / ES.mask are views of
+    # them): nothing to copy then
+    if ES.obs.ctypes.data != obs[i].ctypes.data:
+        for k in range(ES.obs.shape[0]):  # loops: a slice copy compiles Numba's shape-error path
+            obs[i, k] = ES.obs[k]
+    if ES.mask.ctypes.data != masks[i].ctypes.data:
+        for k in range(ES.mask.shape[0]):
+            masks[i, k] = ES.mask[k]
     stat[i, 0] = run.acc[ACC_NOW]
     stat[i, 1] = run.ctr[CTR_Q]
     stat[i, 2] = run.ctr[CTR_RUN]

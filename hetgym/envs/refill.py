@@ -36,7 +36,9 @@ import weakref
 from typing import Any
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 from numba.typed import List
 
 from hetgym.sim.dispatch import entry
@@ -70,6 +72,24 @@ def _typed(arrays: list[np.ndarray]) -> List:
     return out
 
 
+@intrinsic
+def _copy_bytes(typingctx, dst, dst_at, src, src_at, n):
+    """``dst[dst_at:dst_at + n] = src[src_at:src_at + n]`` for uint8 arrays, as one
+    ``memcpy`` (the caller keeps the ranges inside both arrays; they never overlap)."""
+    if not (isinstance(dst, types.Array) and isinstance(src, types.Array)
+            and dst.dtype == types.uint8 and src.dtype == types.uint8):
+        return None
+
+    def codegen(context, builder, sig, args):
+        d, da, s, sa, cnt = args
+        dptr = context.make_array(sig.args[0])(context, builder, d).data
+        sptr = context.make_array(sig.args[2])(context, builder, s).data
+        cgutils.raw_memcpy(builder, builder.gep(dptr, [da]), builder.gep(sptr, [sa]), cnt, 1)
+        return context.get_dummy_value()
+
+    return types.none(dst, types.int64, src, types.int64, types.int64), codegen
+
+
 @njit(cache=True)
 def refill_nb(start, n, src, rowb, dst, tmpl, tdst, item, arrival, deadline, remaining, work,
               inv_full, inv_best, tput, cpus_need, dev_is_cpu, min_unit, rew):
@@ -81,11 +101,7 @@ def refill_nb(start, n, src, rowb, dst, tmpl, tdst, item, arrival, deadline, rem
     arrays of the window-dependent values."""
     for k in range(len(dst)):
         b = rowb[k]
-        d = dst[k]
-        s = src[k]
-        lo = start * b
-        for p in range(n * b):
-            d[p] = s[lo + p]
+        _copy_bytes(dst[k], 0, src[k], start * b, n * b)  # window rows: one block
     t0 = arrival[0]  # cut_window: the first job arrives at 0, deadlines move with it
     for r in range(n):
         arrival[r] = arrival[r] - t0
@@ -94,8 +110,7 @@ def refill_nb(start, n, src, rowb, dst, tmpl, tdst, item, arrival, deadline, rem
         d = tdst[k]
         t = tmpl[k]
         if d.shape[0] == t.shape[0]:
-            for p in range(d.shape[0]):
-                d[p] = t[p]
+            _copy_bytes(d, 0, t, 0, d.shape[0])
         else:  # larger than the template's (a grown log): its constant everywhere
             isz = item[k]
             for p in range(d.shape[0]):

@@ -177,3 +177,30 @@ def test_reset_in_place_gives_the_run_of_a_fresh_simulator() -> None:
             if t1 or u1:
                 break
     assert reused >= 3
+
+
+def test_sub_envs_observe_into_the_batch_rows() -> None:
+    """The sub-envs' kernels write observation and mask straight into the batch's rows
+    (no copy in the batch kernel); a row written from an env's own arrays (the copying
+    branch of ``write_row_nb``) is the same."""
+    from hetgym.envs.fused import reset_row_nb
+
+    vec = HetClusterVecEnv(num_envs=3, **SMALL)
+    vec.reset(seed=4)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        m = vec.action_masks()
+        vec.step(np.array([rng.choice(np.flatnonzero(r)) for r in m]))
+    for i, env in enumerate(vec.envs):
+        assert np.shares_memory(env._es.obs, vec._obs[i])
+        assert np.shares_memory(env._es.mask, vec._mask[i])
+        np.testing.assert_array_equal(env.action_masks(), vec.action_masks()[i])
+    single = gym.make("HetCluster-v0", **SMALL).unwrapped
+    o, _ = single.reset(seed=6)
+    outs = [np.zeros(2), np.zeros((2, 5)), np.zeros(2, dtype=np.bool_), np.zeros(2, dtype=np.bool_),
+            np.zeros((2,) + o.shape, dtype=np.float32),
+            np.zeros((2, single.action_space.n), dtype=np.bool_), np.zeros((2, 4))]
+    reset_row_nb(1, single.sim.kS, single._es, np.zeros(2, dtype=np.int64), *outs)
+    np.testing.assert_array_equal(outs[4][1], o)
+    np.testing.assert_array_equal(outs[5][1], single.action_masks())
+    assert not outs[4][0].any() and not outs[5][0].any()
