@@ -213,7 +213,10 @@ def test_fit_config_targets_regress_and_classify(records):
         R.FitConfig(head="rank")
     data, _ = records
     net, stats = R.fit(data, R.FitConfig(hidden=(8,), epochs=1, head="classify"), log=lambda *_: None)
+    reg, _ = R.fit(data, R.FitConfig(hidden=(8,), epochs=1), log=lambda *_: None)
     assert np.isfinite(stats["train_loss"])
+    assert not all(np.array_equal(a.detach().numpy(), b.detach().numpy())
+                   for a, b in zip(net.parameters(), reg.parameters()))
 
 
 def test_cv_folds_are_grouped_by_window():
