@@ -468,6 +468,11 @@ class FitConfig:
             deviation loses matters less to the gate than whether it gains.
         pos_weight: Weight in the loss of the targets above 0 (the rare gains).
         seed: Initialisation and minibatch order.
+        head: ``"regress"`` (Huber loss on the advantage in percent, the net predicts it) or
+            ``"classify"`` (logistic loss on "the deviation gains more than ``gain_min``
+            percent", the gains weighted by ``pos_weight`` x their (clipped) gain in percent:
+            the net predicts a logit, and the gate's ``tau`` is a logit threshold).
+        gain_min: The classifier's positive class: advantage above this many percent.
     """
 
     hidden: tuple[int, ...] = (256, 256)
@@ -479,6 +484,23 @@ class FitConfig:
     clip_low: float | None = None
     pos_weight: float = 1.0
     seed: int = 0
+    head: str = "regress"
+    gain_min: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.head not in ("regress", "classify"):
+            raise ValueError(f"FitConfig.head: 'regress' or 'classify', not {self.head!r}")
+
+    def targets(self, adv: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Targets and loss weights (0 where no candidate) of relative advantages ``adv``."""
+        y = np.clip(100.0 * adv, *self.bounds)
+        known = np.isfinite(y)
+        if self.head == "classify":
+            pos = known & (y > self.gain_min)
+            w = np.where(pos, self.pos_weight * np.maximum(np.nan_to_num(y), 1.0), known * 1.0)
+            return pos.astype(np.float32), w.astype(np.float32)
+        w = np.where(known, np.where(y > 0, self.pos_weight, 1.0), 0.0)
+        return np.nan_to_num(y).astype(np.float32), w.astype(np.float32)
 
     @property
     def bounds(self) -> tuple[float, float]:
@@ -499,15 +521,15 @@ def fit(data: dict[str, np.ndarray], cfg: FitConfig, val: dict[str, np.ndarray] 
 
     torch.manual_seed(cfg.seed)
     x = torch.as_tensor(_inputs(data["obs"], data["base"]))
-    y_np = np.clip(100.0 * data["adv"], *cfg.bounds)
-    w_np = np.where(np.isfinite(y_np), np.where(y_np > 0, cfg.pos_weight, 1.0), 0.0)
-    wts = torch.as_tensor(w_np.astype(np.float32))
-    y = torch.as_tensor(np.nan_to_num(y_np))
+    y_np, w_np = cfg.targets(data["adv"])
+    wts = torch.as_tensor(w_np)
+    y = torch.as_tensor(y_np)
     net = AdvantageNet(data["obs"].shape[1], data["adv"].shape[1], cfg.hidden)
     opt = torch.optim.Adam(net.parameters(), lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     rng = np.random.default_rng(cfg.seed)
     n = len(x)
-    loss_f = torch.nn.HuberLoss(reduction="none", delta=1.0)
+    loss_f = (torch.nn.BCEWithLogitsLoss(reduction="none") if cfg.head == "classify"
+              else torch.nn.HuberLoss(reduction="none", delta=1.0))
     losses = []
     for ep in range(cfg.epochs):
         perm = rng.permutation(n)

@@ -14,17 +14,23 @@ Stages (each writes into ``out_dir``):
    ``data.npz`` (per state: observation, mask, base's starts, every candidate's relative
    advantage) and ``data.json`` (per window: teacher, base, states, deviations, CPU s);
    an existing ``data.npz`` is reused unless ``regen=true``;
-2. **fit**: the advantage network -> ``fit.json``;
-3. **tau**: the residual policy for each ``taus`` value on the 8 *validation* windows
+2. **cv** (``cv_folds=K`` > 0; off by default): grouped cross-validation over the training
+   windows: the windows are cut into K contiguous blocks by window id; per block, a network
+   fitted on the states of the other blocks runs (each ``taus`` value, and the base) on every
+   ``cv_every``-th window of the block -> ``cv_runs.csv`` (reused when it exists, unless
+   ``regen_cv=true``);
+3. **fit**: the advantage network on all the data -> ``fit.json``;
+4. **tau**: the residual policy for each ``taus`` value on the 8 *validation* windows
    (``hetgym.simulate``); the best mean of the metric (ties to the larger tau; ``inf`` is
    the base itself; for a family with a constraint, a tau whose mean constraint exceeds the
    base's on these windows is out, as in ``agents.evaluation.Score``) is kept -> ``val.csv``,
-   ``residual.pt`` (the model and its tau);
-4. **test** (``test=true``): the kept policy and the base on the 32 *test* windows: mean
+   ``residual.pt`` (the model and its tau); with ``cv_folds`` > 0 the means are over the
+   cross-validation runs and the validation windows together (``cv.csv``);
+5. **test** (``test=true``): the kept policy and the base on the 32 *test* windows: mean
    ± 95 % CI, paired difference, wins / ties / losses (and the constraint's means) ->
    ``test.md``, ``test.json``,
    ``test_runs.csv``;
-5. **teacher** (``teacher_on=[val,test]``): the rollout teacher itself (search over the
+6. **teacher** (``teacher_on=[val,test]``): the rollout teacher itself (search over the
    base's own run, not learned) on those windows -> ``teacher_<part>.json``.
 
 ``key=value`` arguments override the config::
@@ -43,8 +49,12 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -62,12 +72,78 @@ def paired(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
             "wins": wins, "ties": ties, "losses": len(d) - wins - ties, "windows": len(d)}
 
 
+def train_windows(sp, n_jobs: int, n_windows: int, first: int | None) -> list:
+    """The data stage's training windows: ``n_windows`` windows of ``n_jobs`` jobs spread evenly
+    over the train rows (the first ``first`` of them if given)."""
+    from agents.envtools import window_scenario
+
+    starts = np.round(np.linspace(0, sp.bounds[1] - n_jobs, n_windows)).astype(np.int64).tolist()
+    return [window_scenario(sp.base, np.arange(s, s + n_jobs)) for s in starts[:int(first or n_windows)]]
+
+
+def cv_folds(window_ids: np.ndarray, n_windows: int, folds: int, every: int = 1) -> list[tuple[np.ndarray, list[int]]]:
+    """Grouped folds over windows ``0..n_windows-1`` cut into ``folds`` contiguous blocks: per
+    fold, the mask of the states (``window_ids``) of the other blocks, and every ``every``-th
+    window of the block (held back)."""
+    block = np.arange(n_windows) * folds // n_windows
+    out = []
+    for k in range(folds):
+        held = np.flatnonzero(block == k)
+        out.append((block[window_ids] != k, held[::every].tolist()))
+    return out
+
+
+def _cv_fold(args: tuple) -> pd.DataFrame:
+    from agents import residual as R
+    from agents.evaluation import evaluate_on_windows
+
+    k, data, mask, held, windows, fcfg, taus, env_config, rcfg = args
+    import torch
+
+    torch.set_num_threads(1)
+    net, _ = R.fit({key: v[mask] for key, v in data.items()}, fcfg, log=lambda *_: None)
+    scheds = {rcfg.base: rcfg.base, **{f"tau={t}": (lambda t=t: R.ResidualScheduler(
+        R.ModelChooser(net, t), env_config, rcfg, name=f"residual tau={t}")) for t in taus if t != float("inf")}}
+    runs = evaluate_on_windows(scheds, [windows[i] for i in held])
+    runs["fold"] = k
+    runs["train_window"] = [held[i] for i in runs["seed"]]
+    print(f"[residual] cv fold {k}: {len(held)} windows", flush=True)
+    return runs
+
+
+def cross_validate(data: dict, n_windows: int, windows: list, folds: int, every: int, fcfg, taus: list[float],
+                   env_config, rcfg, workers: int = 1) -> pd.DataFrame:
+    """Runs of the base and of each tau's gate on held-back training windows (:func:`cv_folds`),
+    the gate fitted on the other folds' states; one row per (scheduler, window)."""
+    import pandas as pd
+
+    jobs = [(k, data, mask, held, windows, fcfg, taus, env_config, rcfg)
+            for k, (mask, held) in enumerate(cv_folds(data["window"], n_windows, folds, every))]
+    if workers > 1:
+        import multiprocessing as mp
+
+        with mp.get_context("fork").Pool(workers) as pool:
+            parts = pool.map(_cv_fold, jobs)
+    else:
+        parts = [_cv_fold(j) for j in jobs]
+    return pd.concat(parts, ignore_index=True)
+
+
+def pd_concat_inf(runs: pd.DataFrame, base: str, taus: list[float]) -> pd.DataFrame:
+    """``runs`` with the base's rows copied as ``tau=inf`` (the gate that never deviates is the base)."""
+    import pandas as pd
+
+    if float("inf") not in taus:
+        return runs
+    return pd.concat([runs, runs[runs.scheduler == base].assign(scheduler="tau=inf")], ignore_index=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Load the config, run the stages (module docstring)."""
     from omegaconf import OmegaConf
 
     from agents import residual as R
-    from agents.envtools import EnvConfig, window_scenario
+    from agents.envtools import EnvConfig
     from agents.evaluation import Score, evaluate_on_windows
     from agents.heldout import FAMILY_METRIC, split
     from agents.pretrained import card, machine
@@ -97,10 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         data = dict(np.load(f_data))
         print(f"[residual] data from {f_data}: {len(data['obs'])} states")
     else:
-        wj, n_w = int(env_config.n_jobs or 64), int(cfg.train_windows)
-        starts = np.round(np.linspace(0, sp.bounds[1] - wj, n_w)).astype(np.int64).tolist()
-        starts = starts[:int(cfg.get("first_windows") or n_w)]
-        wins = [window_scenario(sp.base, np.arange(s, s + wj)) for s in starts]
+        wins = train_windows(sp, int(env_config.n_jobs or 64), int(cfg.train_windows), cfg.get("first_windows"))
         t0 = time.monotonic()
         data, infos = R.generate(wins, env_config, rcfg, act=str(cfg.act), workers=int(cfg.workers))
         wall = time.monotonic() - t0
@@ -119,16 +192,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"[residual] data: {summary['states']} states of {len(infos)} windows in {wall:.0f} s; "
               f"teacher {tj.mean():.1f} vs base {bj.mean():.1f}")
 
-    # 2. fit
+    taus = [float(t) for t in cfg.taus]
+    # 2. cross-validation over the training windows
+    n_folds = int(cfg.get("cv_folds") or 0)
+    cv = None
+    if n_folds > 0:
+        f_cv = out / "cv_runs.csv"
+        if f_cv.is_file() and not bool(cfg.get("regen_cv", False)):
+            import pandas as pd
+
+            cv = pd.read_csv(f_cv)
+            print(f"[residual] cross-validation runs from {f_cv}: {len(cv)}")
+        else:
+            t0 = time.monotonic()
+            wins = train_windows(sp, int(env_config.n_jobs or 64), int(cfg.train_windows), cfg.get("first_windows"))
+            cv = cross_validate(data, len(wins), wins, n_folds, int(cfg.get("cv_every") or 1), fcfg, taus,
+                                env_config, rcfg, workers=int(cfg.workers))
+            cv.to_csv(f_cv, index=False)
+            print(f"[residual] cross-validation: {n_folds} folds, {cv.train_window.nunique()} windows "
+                  f"in {time.monotonic() - t0:.0f} s")
+        cv = pd_concat_inf(cv, rcfg.base, taus)
+
+    # 3. fit
     t0 = time.monotonic()
     net, fstats = R.fit(data, fcfg)
     fstats["wall_s"] = time.monotonic() - t0
     (out / "fit.json").write_text(json.dumps(fstats, indent=1))
     print(f"[residual] fit: {fstats}")
 
-    # 3. tau on the validation windows
-    taus = [float(t) for t in cfg.taus]
-
+    # 4. tau on the validation windows (and the cross-validation runs)
     def sched(tau: float):
         return lambda: R.ResidualScheduler(R.ModelChooser(net, tau), env_config, rcfg, name=f"residual tau={tau}")
 
@@ -140,14 +232,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     val = table[metric]
     table.to_csv(out / "val.csv")
     print(f"[residual] validation ({time.monotonic() - t0:.0f} s):\n{table.to_string()}")
+    if cv is not None:
+        import pandas as pd
+
+        runs = pd.concat([cv.assign(part="cv"), runs.assign(part="val")], ignore_index=True)
+        table = runs.groupby("scheduler", sort=False)[cols].mean()
+        table["windows"] = runs.groupby("scheduler", sort=False).size()
+        table.to_csv(out / "cv.csv")
+        print(f"[residual] cross-validation + validation windows:\n{table.to_string()}")
     score = Score(metric, cons, float(table.loc[rcfg.base, cons]) if cons else float("inf"))
     best_tau = min(taus, key=lambda t: (score(runs, f"tau={t}"), -t))
-    print(f"[residual] kept tau = {best_tau}: {val[f'tau={best_tau}']:.1f} (base {val[rcfg.base]:.1f})")
+    print(f"[residual] kept tau = {best_tau}: {table[metric][f'tau={best_tau}']:.4g} "
+          f"(base {table[metric][rcfg.base]:.4g})")
     R.save(out / "residual.pt", net, env_config, rcfg, fcfg, best_tau, data["obs"].shape[1],
            data["adv"].shape[1], {"family": fam, "validation": {str(k): float(v) for k, v in val.items()},
-                                  "fit_stats": fstats, **meta})
+                                  "fit_stats": fstats, **meta,
+                                  **({"cv": table.reset_index().to_dict("records")} if cv is not None else {})})
 
-    # 4. test
+    # 5. test
     if bool(cfg.get("test", False)):
         t0 = time.monotonic()
         label = "residual"
@@ -173,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                      f"{c['base_ci95']:.2g}, paired {c['paired_diff']:+.3g} ± {c['paired_ci95']:.2g}\n")
         (out / "test.md").write_text(text)
         print(text)
-    # 5. the rollout teacher itself (search, not learned) on validation / test windows
+    # 6. the rollout teacher itself (search, not learned) on validation / test windows
     for part in [str(p) for p in cfg.get("teacher_on", [])]:
         t0 = time.monotonic()
         _, infos = R.generate(getattr(sp, part), env_config, rcfg, act="teacher", workers=int(cfg.workers))

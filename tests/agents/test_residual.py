@@ -196,3 +196,42 @@ def test_fit_config_bounds_and_weights(records):
     wa, wb, wc = ([p.detach().numpy().copy() for p in n.parameters()] for n in (a, b, c))
     assert all(np.array_equal(x, y) for x, y in zip(wa, wb))
     assert not all(np.array_equal(x, y) for x, y in zip(wa, wc)) or not (data["adv"] > 0).any()
+
+
+def test_fit_config_targets_regress_and_classify(records):
+    """The default head's targets and weights are the old ones (clipped percent, pos_weight on
+    the gains, 0 where no candidate); the classifier's are "gains more than gain_min percent",
+    weighted pos_weight x the gain on the positives, and it trains."""
+    adv = np.array([[0.05, -0.5, np.nan, 0.004, 0.0]], dtype=np.float32)
+    y, w = R.FitConfig(clip=30.0, clip_low=-2.0, pos_weight=5.0).targets(adv)
+    np.testing.assert_allclose(y, [[5.0, -2.0, 0.0, 0.4, 0.0]], rtol=1e-6)
+    np.testing.assert_allclose(w, [[5.0, 1.0, 0.0, 5.0, 1.0]])
+    y, w = R.FitConfig(clip=30.0, clip_low=-2.0, pos_weight=2.0, head="classify", gain_min=1.0).targets(adv)
+    np.testing.assert_array_equal(y, [[1.0, 0.0, 0.0, 0.0, 0.0]])
+    np.testing.assert_allclose(w, [[10.0, 1.0, 0.0, 1.0, 1.0]], rtol=1e-6)
+    with pytest.raises(ValueError):
+        R.FitConfig(head="rank")
+    data, _ = records
+    net, stats = R.fit(data, R.FitConfig(hidden=(8,), epochs=1, head="classify"), log=lambda *_: None)
+    reg, _ = R.fit(data, R.FitConfig(hidden=(8,), epochs=1), log=lambda *_: None)
+    assert np.isfinite(stats["train_loss"])
+    assert not all(np.array_equal(a.detach().numpy(), b.detach().numpy())
+                   for a, b in zip(net.parameters(), reg.parameters()))
+
+
+def test_cv_folds_are_grouped_by_window():
+    """Cross-validation folds: contiguous blocks of windows; a fold's training states are
+    exactly those of the other blocks; every `every`-th window of the block is held back."""
+    from scripts.residual import cv_folds, pd_concat_inf
+
+    ids = np.repeat(np.arange(8), 3)
+    folds = cv_folds(ids, 8, 4, every=1)
+    assert [h for _, h in folds] == [[0, 1], [2, 3], [4, 5], [6, 7]]
+    for mask, held in folds:
+        assert set(ids[mask]).isdisjoint(held) and set(ids[~mask]) == set(held)
+    assert [h for _, h in cv_folds(ids, 8, 2, every=2)] == [[0, 2], [4, 6]]
+    import pandas as pd
+
+    runs = pd.DataFrame({"scheduler": ["fitgpp", "tau=1.0"], "x": [1.0, 2.0]})
+    assert list(pd_concat_inf(runs, "fitgpp", [math.inf, 1.0]).scheduler) == ["fitgpp", "tau=1.0", "tau=inf"]
+    assert len(pd_concat_inf(runs, "fitgpp", [1.0])) == 2
