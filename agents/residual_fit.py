@@ -187,15 +187,19 @@ class ModelChooser:
 
 def save(path: str | Path, net: Any, env_config: EnvConfig, cfg: ResidualConfig, fit_cfg: FitConfig,
          tau: float, n_obs: int, n_act: int, extra: dict[str, Any] | None = None) -> Path:
-    """``torch.save`` of the net's weights and what rebuilds the scheduler (a zip file)."""
+    """``torch.save`` of the net's weights and what rebuilds the scheduler (a zip file),
+    written atomically (:func:`hetgym.io.write_atomic_bytes`)."""
+    import io
+
     import torch
 
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
+    from hetgym.io import write_atomic_bytes
+
+    buf = io.BytesIO()
     torch.save({"state_dict": net.state_dict(), "env": env_config.to_dict(), "residual": asdict(cfg),
                 "fit": asdict(fit_cfg), "tau": float(tau), "n_obs": int(n_obs), "n_act": int(n_act),
-                **(extra or {})}, p)
-    return p
+                **(extra or {})}, buf)
+    return write_atomic_bytes(buf.getvalue(), path)
 
 
 def load_residual(path: str | Path, tau: float | None = None, name: str = "residual") -> ResidualScheduler:
