@@ -43,6 +43,7 @@ Stages (each writes into ``out_dir``):
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -70,6 +71,14 @@ def paired(x: np.ndarray, y: np.ndarray) -> dict[str, float]:
     return {"mean": m_a, "ci95": h_a, "base_mean": m_b, "base_ci95": h_b, "paired_diff": m_d,
             "paired_ci95": h_d, "geo_mean_ratio": float(np.exp(np.mean(np.log(x / y)))),
             "wins": wins, "ties": ties, "losses": len(d) - wins - ties, "windows": len(d)}
+
+
+def _write(path: Path, data: str | bytes) -> None:
+    """``data`` written atomically (:func:`hetgym.io.write_atomic_bytes`): a run stopped
+    mid-write leaves no half file for the next run to reuse (``data.npz``, ``cv_runs.csv``)."""
+    from hetgym.io import write_atomic_bytes
+
+    write_atomic_bytes(data.encode() if isinstance(data, str) else data, path)
 
 
 def train_windows(sp, n_jobs: int, n_windows: int, first: int | None) -> list:
@@ -177,7 +186,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         t0 = time.monotonic()
         data, infos = R.generate(wins, env_config, rcfg, act=str(cfg.act), workers=int(cfg.workers))
         wall = time.monotonic() - t0
-        np.savez_compressed(f_data, **data)
+        buf = io.BytesIO()
+        np.savez_compressed(buf, **data)
+        _write(f_data, buf.getvalue())
         tj = np.array([i["teacher"] for i in infos])
         bj = np.array([i["base"] for i in infos])
         summary = {"windows": len(infos), "states": len(data["obs"]), "wall_s": wall,
@@ -188,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                    **({f"teacher_{cons}_mean": float(np.mean([i[f"teacher_{cons}"] for i in infos])),
                        f"base_{cons}_mean": float(np.mean([i[f"base_{cons}"] for i in infos]))} if cons else {}),
                    "machine_after": machine(), **meta}
-        (out / "data.json").write_text(json.dumps(summary, indent=1))
+        _write(out / "data.json", json.dumps(summary, indent=1))
         print(f"[residual] data: {summary['states']} states of {len(infos)} windows in {wall:.0f} s; "
               f"teacher {tj.mean():.1f} vs base {bj.mean():.1f}")
 
@@ -208,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             wins = train_windows(sp, int(env_config.n_jobs or 64), int(cfg.train_windows), cfg.get("first_windows"))
             cv = cross_validate(data, len(wins), wins, n_folds, int(cfg.get("cv_every") or 1), fcfg, taus,
                                 env_config, rcfg, workers=int(cfg.workers))
-            cv.to_csv(f_cv, index=False)
+            _write(f_cv, cv.to_csv(index=False))
             print(f"[residual] cross-validation: {n_folds} folds, {cv.train_window.nunique()} windows "
                   f"in {time.monotonic() - t0:.0f} s")
         cv = pd_concat_inf(cv, rcfg.base, taus)
@@ -217,7 +228,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     t0 = time.monotonic()
     net, fstats = R.fit(data, fcfg)
     fstats["wall_s"] = time.monotonic() - t0
-    (out / "fit.json").write_text(json.dumps(fstats, indent=1))
+    _write(out / "fit.json", json.dumps(fstats, indent=1))
     print(f"[residual] fit: {fstats}")
 
     # 4. tau on the validation windows (and the cross-validation runs)
@@ -230,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cols = [metric] + ([cons] if cons else [])
     table = runs.groupby("scheduler", sort=False)[cols].mean()
     val = table[metric]
-    table.to_csv(out / "val.csv")
+    _write(out / "val.csv", table.to_csv())
     print(f"[residual] validation ({time.monotonic() - t0:.0f} s):\n{table.to_string()}")
     if cv is not None:
         import pandas as pd
@@ -238,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs = pd.concat([cv.assign(part="cv"), runs.assign(part="val")], ignore_index=True)
         table = runs.groupby("scheduler", sort=False)[cols].mean()
         table["windows"] = runs.groupby("scheduler", sort=False).size()
-        table.to_csv(out / "cv.csv")
+        _write(out / "cv.csv", table.to_csv())
         print(f"[residual] cross-validation + validation windows:\n{table.to_string()}")
     score = Score(metric, cons, float(table.loc[rcfg.base, cons]) if cons else float("inf"))
     best_tau = min(taus, key=lambda t: (score(runs, f"tau={t}"), -t))
@@ -255,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         label = "residual"
         runs = evaluate_on_windows({label: lambda: R.load_residual(out / "residual.pt"),
                                     rcfg.base: rcfg.base}, sp.test)
-        runs.to_csv(out / "test_runs.csv", index=False)
+        _write(out / "test_runs.csv", runs.to_csv(index=False))
         x = runs[runs.scheduler == label].sort_values("seed")[metric].to_numpy()
         y = runs[runs.scheduler == rcfg.base].sort_values("seed")[metric].to_numpy()
         res = {"family": fam, "metric": metric, "tau": best_tau, "base": rcfg.base, **paired(x, y),
@@ -264,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             cx = runs[runs.scheduler == label].sort_values("seed")[cons].to_numpy()
             cy = runs[runs.scheduler == rcfg.base].sort_values("seed")[cons].to_numpy()
             res.update({"constraint": cons, "constraint_paired": paired(cx, cy)})
-        (out / "test.json").write_text(json.dumps(res, indent=1))
+        _write(out / "test.json", json.dumps(res, indent=1))
         text = (f"| {fam}: {res['windows']} test windows | residual (tau={best_tau}) | {metric} "
                 f"| {res['mean']:.4g} ± {res['ci95']:.2g} | {rcfg.base}: {res['base_mean']:.4g} ± "
                 f"{res['base_ci95']:.2g} | {res['paired_diff']:+.3g} ± {res['paired_ci95']:.2g} "
@@ -273,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             c = res["constraint_paired"]
             text += (f"\n{cons}: residual {c['mean']:.4g} ± {c['ci95']:.2g}, {rcfg.base} {c['base_mean']:.4g} ± "
                      f"{c['base_ci95']:.2g}, paired {c['paired_diff']:+.3g} ± {c['paired_ci95']:.2g}\n")
-        (out / "test.md").write_text(text)
+        _write(out / "test.md", text)
         print(text)
     # 6. the rollout teacher itself (search, not learned) on validation / test windows
     for part in [str(p) for p in cfg.get("teacher_on", [])]:
@@ -283,7 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         y = np.array([i["base"] for i in infos])
         res = {"part": part, **paired(x, y), "wall_s": time.monotonic() - t0, "workers": int(cfg.workers),
                "cpu_s": float(sum(i["cpu_s"] for i in infos)), "per_window": infos, "machine": machine()}
-        (out / f"teacher_{part}.json").write_text(json.dumps(res, indent=1))
+        _write(out / f"teacher_{part}.json", json.dumps(res, indent=1))
         print(f"[residual] teacher on {part}: {res['mean']:.5g} vs {rcfg.base} {res['base_mean']:.5g}, "
               f"paired {res['paired_diff']:+.4g} ± {res['paired_ci95']:.2g}, "
               f"W/T/L {res['wins']}/{res['ties']}/{res['losses']}, {res['wall_s']:.0f} s")
