@@ -415,27 +415,59 @@ def _gen_one(args: tuple[int, Scenario, EnvConfig, ResidualConfig, str]) -> tupl
     return i, rows, info
 
 
+_GEN: tuple | None = None  # (windows, env_config, cfg, act) of the running :func:`generate`, inherited by its workers
+
+
+def _gen_index(i: int) -> tuple[int, dict, dict]:
+    windows, env_config, cfg, act = _GEN
+    return _gen_one((i, windows[i], env_config, cfg, act))
+
+
 def generate(windows: Sequence[Scenario], env_config: EnvConfig, cfg: ResidualConfig,
-             act: str = "teacher", workers: int = 1, log: Any = print) -> tuple[dict[str, np.ndarray], list[dict]]:
+             act: str = "teacher", workers: int = 1, log: Any = print,
+             time_budget_s: float | None = None) -> tuple[dict[str, np.ndarray], list[dict]]:
     """Run the rollout teacher (:class:`RolloutChooser`) on ``windows``; the records
     (:data:`RECORD_KEYS`, states of all windows in window order) and one info dict per
     window (teacher's and base's metric, states, deviations, rollouts, CPU seconds).
 
-    ``workers > 1`` runs windows in that many processes (``fork``)."""
-    jobs = [(i, w, env_config, cfg, act) for i, w in enumerate(windows)]
+    ``workers > 1`` runs window 0 in this process (its compilation is then inherited) and
+    the others in that many processes (``fork``), results taken in window order.
+    ``time_budget_s``: no result is taken after that many seconds (wall, from the call);
+    the windows returned are then the longest finished *prefix* of ``windows`` (the same
+    records as a call on ``windows[:k]``), and the rest is dropped (``log`` says how many)."""
+    global _GEN
+    jobs = range(len(windows))  # each window is built where it runs (``windows`` may be lazy)
+    _GEN = (windows, env_config, cfg, act)
     out: dict[int, tuple[dict, dict]] = {}
-    if workers > 1:
+    t0 = time.monotonic()
+
+    def take(i: int, rows: dict, info: dict) -> None:
+        out[i] = (rows, info)
+        log(f"[residual] window {i}: {info}")
+
+    if workers > 1 and len(jobs) > 1:
         import multiprocessing as mp
 
-        with mp.get_context("fork").Pool(workers) as pool:
-            for i, rows, info in pool.imap_unordered(_gen_one, jobs):
-                out[i] = (rows, info)
-                log(f"[residual] window {i}: {info}")
+        take(*_gen_index(0))
+        with mp.get_context("fork").Pool(workers) as pool:  # the workers inherit _GEN
+            it = pool.imap(_gen_index, jobs[1:])
+            for _ in jobs[1:]:
+                left = None if time_budget_s is None else time_budget_s - (time.monotonic() - t0)
+                try:
+                    r = it.next(timeout=None if left is None else max(left, 0.0))
+                except mp.TimeoutError:
+                    break
+                take(*r)
+            pool.terminate()
     else:
         for j in jobs:
-            i, rows, info = _gen_one(j)
-            out[i] = (rows, info)
-            log(f"[residual] window {i}: {info}")
+            if out and time_budget_s is not None and time.monotonic() - t0 > time_budget_s:
+                break
+            take(*_gen_index(j))
+    _GEN = None
+    if len(out) < len(jobs):
+        log(f"[residual] time budget of {time_budget_s} s: {len(out)} of {len(jobs)} windows kept "
+            f"(the first {len(out)}), {len(jobs) - len(out)} dropped")
     parts = [out[i][0] for i in sorted(out)]
     data = {k: np.concatenate([p[k] for p in parts]) if parts else np.zeros(0)
             for k in RECORD_KEYS if k != "window"}

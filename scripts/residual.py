@@ -10,7 +10,10 @@ Stages (each writes into ``out_dir``):
 
 1. **data**: the rollout teacher over the base's own run on ``train_windows`` windows of the
    family's *training* rows (spread evenly over them; ``first_windows=K`` keeps the first K
-   of them, in train-row order), in ``workers`` processes ->
+   of them, in train-row order, or in a bit-reversed order with ``window_order=spread`` so that
+   any prefix covers the rows), in ``workers`` processes; ``time_budget_s`` keeps the windows
+   finished within that many seconds (a prefix: ``first_windows=K`` with the same order redoes
+   exactly those); ``data_only=true`` stops after this stage ->
    ``data.npz`` (per state: observation, mask, base's starts, every candidate's relative
    advantage) and ``data.json`` (per window: teacher, base, states, deviations, CPU s);
    an existing ``data.npz`` is reused unless ``regen=true``;
@@ -81,13 +84,44 @@ def _write(path: Path, data: str | bytes) -> None:
     write_atomic_bytes(data.encode() if isinstance(data, str) else data, path)
 
 
-def train_windows(sp, n_jobs: int, n_windows: int, first: int | None) -> list:
-    """The data stage's training windows: ``n_windows`` windows of ``n_jobs`` jobs spread evenly
-    over the train rows (the first ``first`` of them if given)."""
-    from agents.envtools import window_scenario
+def spread_order(n: int) -> list[int]:
+    """``0..n-1`` in bit-reversed (van der Corput) order: every prefix is spread evenly over
+    the range (0, n/2, n/4, 3n/4, ...), so a run that keeps only the first K windows of this
+    order (a time budget, ``first_windows=K``) still covers all the train rows."""
+    bits = max(1, (n - 1).bit_length())
+    rev = [int(f"{i:0{bits}b}"[::-1], 2) for i in range(1 << bits)]
+    return [r for r in rev if r < n]
 
-    starts = np.round(np.linspace(0, sp.bounds[1] - n_jobs, n_windows)).astype(np.int64).tolist()
-    return [window_scenario(sp.base, np.arange(s, s + n_jobs)) for s in starts[:int(first or n_windows)]]
+
+def train_windows(sp, n_jobs: int, n_windows: int, first: int | None, order: str = "rows") -> list:
+    """The data stage's training windows: ``n_windows`` windows of ``n_jobs`` jobs spread evenly
+    over the train rows, in train-row order (``order="rows"``) or in :func:`spread_order`
+    (``"spread"``); the first ``first`` of them if given."""
+    starts = np.round(np.linspace(0, sp.bounds[1] - n_jobs, n_windows)).astype(np.int64)
+    if order == "spread":
+        starts = starts[spread_order(n_windows)]
+    elif order != "rows":
+        raise ValueError(f"window_order: expected 'rows' or 'spread', got {order!r}")
+    return LazyWindows(sp.base, starts[:int(first or n_windows)], n_jobs)
+
+
+class LazyWindows(Sequence):
+    """Windows of ``n_jobs`` rows of ``base`` from ``starts``, each scenario built when it is
+    indexed (building one costs ~20-45 ms: thousands of windows would cost minutes up front)."""
+
+    def __init__(self, base, starts: np.ndarray, n_jobs: int) -> None:
+        self.base, self.starts, self.n_jobs = base, np.asarray(starts, dtype=np.int64), int(n_jobs)
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return LazyWindows(self.base, self.starts[i], self.n_jobs)
+        from agents.envtools import window_scenario
+
+        s = int(self.starts[i])
+        return window_scenario(self.base, np.arange(s, s + self.n_jobs))
 
 
 def cv_folds(window_ids: np.ndarray, n_windows: int, folds: int, every: int = 1) -> list[tuple[np.ndarray, list[int]]]:
@@ -182,16 +216,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         data = dict(np.load(f_data))
         print(f"[residual] data from {f_data}: {len(data['obs'])} states")
     else:
-        wins = train_windows(sp, int(env_config.n_jobs or 64), int(cfg.train_windows), cfg.get("first_windows"))
+        wins = train_windows(sp, int(env_config.n_jobs or 64), int(cfg.train_windows), cfg.get("first_windows"),
+                             str(cfg.get("window_order") or "rows"))
         t0 = time.monotonic()
-        data, infos = R.generate(wins, env_config, rcfg, act=str(cfg.act), workers=int(cfg.workers))
+        budget = cfg.get("time_budget_s")
+        data, infos = R.generate(wins, env_config, rcfg, act=str(cfg.act), workers=int(cfg.workers),
+                                 time_budget_s=None if budget is None else float(budget))
         wall = time.monotonic() - t0
         buf = io.BytesIO()
         np.savez_compressed(buf, **data)
         _write(f_data, buf.getvalue())
         tj = np.array([i["teacher"] for i in infos])
         bj = np.array([i["base"] for i in infos])
-        summary = {"windows": len(infos), "states": len(data["obs"]), "wall_s": wall,
+        summary = {"windows": len(infos), "windows_asked": len(wins),
+                   "window_order": str(cfg.get("window_order") or "rows"),
+                   "first_rows": [int(x) for x in wins.starts[:len(infos)]], "states": len(data["obs"]), "wall_s": wall,
                    "workers": int(cfg.workers), "cpu_s": float(sum(i["cpu_s"] for i in infos)),
                    "teacher_mean": float(tj.mean()), "base_mean": float(bj.mean()),
                    "teacher_better": int((tj < bj * (1 - 1e-9)).sum()),
@@ -203,6 +242,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"[residual] data: {summary['states']} states of {len(infos)} windows in {wall:.0f} s; "
               f"teacher {tj.mean():.1f} vs base {bj.mean():.1f}")
 
+    if bool(cfg.get("data_only", False)):
+        return 0
     taus = [float(t) for t in cfg.taus]
     # 2. cross-validation over the training windows
     n_folds = int(cfg.get("cv_folds") or 0)
@@ -216,7 +257,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"[residual] cross-validation runs from {f_cv}: {len(cv)}")
         else:
             t0 = time.monotonic()
-            wins = train_windows(sp, int(env_config.n_jobs or 64), int(cfg.train_windows), cfg.get("first_windows"))
+            wins = train_windows(sp, int(env_config.n_jobs or 64), int(cfg.train_windows), cfg.get("first_windows"),
+                             str(cfg.get("window_order") or "rows"))
+            wins = wins[:int(data["window"].max()) + 1]  # a data stage cut by its time budget kept a prefix
             cv = cross_validate(data, len(wins), wins, n_folds, int(cfg.get("cv_every") or 1), fcfg, taus,
                                 env_config, rcfg, workers=int(cfg.workers))
             _write(f_cv, cv.to_csv(index=False))

@@ -235,3 +235,58 @@ def test_cv_folds_are_grouped_by_window():
     runs = pd.DataFrame({"scheduler": ["fitgpp", "tau=1.0"], "x": [1.0, 2.0]})
     assert list(pd_concat_inf(runs, "fitgpp", [math.inf, 1.0]).scheduler) == ["fitgpp", "tau=1.0", "tau=inf"]
     assert len(pd_concat_inf(runs, "fitgpp", [1.0])) == 2
+
+
+def test_spread_order_prefixes_cover_the_range():
+    """Bit-reversed order: a permutation, and every prefix of length 2^k has one window in each
+    of 2^k equal blocks (a data stage cut by its time budget still covers the train rows)."""
+    from scripts.residual import spread_order
+
+    for n in (1, 2, 5, 8, 13, 64):
+        order = spread_order(n)
+        assert sorted(order) == list(range(n))
+    order = spread_order(64)
+    for k in (1, 2, 4, 8, 16):
+        assert sorted(i * k // 64 for i in order[:k]) == list(range(k))
+    with pytest.raises(ValueError, match="window_order"):
+        from types import SimpleNamespace
+
+        from scripts.residual import train_windows
+        train_windows(SimpleNamespace(base=None, bounds=(0, 100)), 10, 4, None, "random")
+
+
+def test_train_windows_lazy_and_ordered(windows):
+    """train_windows builds each window when indexed; "spread" permutes the same starts; a slice
+    stays lazy and keeps the order; window i is window_scenario of its rows."""
+    from types import SimpleNamespace
+
+    from scripts.residual import LazyWindows, spread_order, train_windows
+
+    sc = scenarios.get(scenarios.DEFAULT, n_jobs=256, seed=5)
+    sp = SimpleNamespace(base=sc, bounds=(0, 200))
+    rows = train_windows(sp, 12, 8, None)
+    spread = train_windows(sp, 12, 8, None, "spread")
+    assert isinstance(rows, LazyWindows) and len(rows) == 8
+    assert spread.starts.tolist() == rows.starts[spread_order(8)].tolist()
+    assert train_windows(sp, 12, 8, 3, "spread").starts.tolist() == spread.starts[:3].tolist()
+    assert isinstance(spread[2:5], LazyWindows) and spread[2:5].starts.tolist() == spread.starts[2:5].tolist()
+    s = int(spread.starts[1])
+    got = hetgym.simulate(spread[1], baselines.make("fifo"), seed=0).jobs
+    ref = hetgym.simulate(window_scenario(sc, np.arange(s, s + 12)), baselines.make("fifo"), seed=0).jobs
+    assert got["end"].tolist() == ref["end"].tolist()
+
+
+def test_generate_workers_and_time_budget_keep_a_prefix(windows, records):
+    """Windows in worker processes give the serial records; a time budget keeps the finished
+    prefix of the windows (here only window 0, run before the workers start)."""
+    cfg = R.ResidualConfig()
+    serial, s_info = R.generate(windows, CFG, cfg, log=lambda *_: None)
+    par, p_info = R.generate(windows, CFG, cfg, workers=2, log=lambda *_: None)
+    assert [i["teacher"] for i in s_info] == [i["teacher"] for i in p_info]
+    for k in serial:
+        np.testing.assert_array_equal(serial[k], par[k], err_msg=k)
+    msgs: list[str] = []
+    cut, c_info = R.generate(windows, CFG, cfg, workers=2, time_budget_s=0.0, log=msgs.append)
+    assert len(c_info) == 1 and any("1 of 2 windows kept" in m for m in msgs)
+    for k in records[0]:
+        np.testing.assert_array_equal(cut[k], records[0][k], err_msg=k)
