@@ -128,6 +128,10 @@ class ResidualConfig:
         constraint: Summary column bounded by its value in the base's own run of the
             window (None: no constraint).
         penalty: Weight of the constraint's excess over that bound in the value.
+        myopic: The rollouts see only the jobs that have arrived (:func:`copy_sim` with
+            ``myopic``): the teacher then knows nothing of future arrivals, as a policy
+            does, and a rollout's value is over the jobs arrived so far (families without a
+            constraint only).
     """
 
     base: str = "allox"
@@ -140,9 +144,13 @@ class ResidualConfig:
     rel_tol: float = 1e-9
     constraint: str | None = None
     penalty: float = 0.0
+    myopic: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "base_params", dict(self.base_params))
+        if self.myopic and self.constraint is not None:
+            raise ValueError("ResidualConfig: myopic rollouts are for families without a constraint "
+                             f"(the bound {self.constraint!r} is measured on the whole window)")
 
     def make_base(self) -> Any:
         """A fresh base scheduler."""
@@ -227,11 +235,15 @@ def longest_remaining_preemption(env: HetClusterEnv, mask: np.ndarray) -> list[i
     return [env.n_start_actions + int(ok[int(np.argmax(rem))])]
 
 
-def copy_sim(sim: Simulator, sched: Any) -> tuple[Simulator, Any]:
+def copy_sim(sim: Simulator, sched: Any, myopic: bool = False) -> tuple[Simulator, Any]:
     """Deep copies of ``sim`` and ``sched`` whose view reads the copied arrays
-    (see :func:`agents.rollout.copy_env`)."""
+    (see :func:`agents.rollout.copy_env`). ``myopic``: in the copy, the jobs that have not
+    arrived never arrive (arrival time ``inf``), so a run of it ends with the jobs arrived
+    so far, and its metrics (:func:`hetgym.metrics.summarize`, over finished jobs) are theirs."""
     s, b = copy.deepcopy((sim, sched))
     s.view = s.view.__class__(s)
+    if myopic:
+        s.jobs.arrival[s.next_arrival:] = np.inf
     return s, b
 
 
@@ -243,21 +255,25 @@ def _finish(sim: Simulator, sched: Any, metric: Value, decide_now: bool) -> floa
 
     # decide_now False is "wait": no decisions at this instant, the base from the next event on
     s = finish_sim(sim, sched, decide_now)
+    if sim.n_done < sim.next_arrival:  # jobs left (a "wait" with nothing to wake the run): not a value
+        return math.inf
     v = float(s[metric] if isinstance(metric, str) else metric(s))
     return v if math.isfinite(v) else math.inf
 
 
-def base_value(sim: Simulator, sched: Any, metric: Value = "avg_jct") -> float:
+def base_value(sim: Simulator, sched: Any, metric: Value = "avg_jct", myopic: bool = False) -> float:
     """``metric`` (a summary column, or a function of the summary such as
-    :meth:`ResidualConfig.value`) of the run that follows ``sched`` from now (on copies)."""
-    s, b = copy_sim(sim, sched)
+    :meth:`ResidualConfig.value`) of the run that follows ``sched`` from now (on copies;
+    ``myopic``: of the jobs arrived so far, :func:`copy_sim`)."""
+    s, b = copy_sim(sim, sched, myopic)
     return _finish(s, b, metric, True)
 
 
-def deviation_value(env: HetClusterEnv, sched: Any, action: int, metric: Value = "avg_jct") -> float:
+def deviation_value(env: HetClusterEnv, sched: Any, action: int, metric: Value = "avg_jct",
+                    myopic: bool = False) -> float:
     """``metric`` (as :func:`base_value`) of the run that takes env ``action`` now (a start,
     a preemption or "wait"), then follows ``sched`` (on copies of ``env``'s bound simulator)."""
-    s, b = copy_sim(env.sim, sched)
+    s, b = copy_sim(env.sim, sched, myopic)
     kind, job, dev = env.decode(action)
     if kind == "wait":
         return _finish(s, b, metric, False)
@@ -381,8 +397,9 @@ class RolloutChooser:
     def __call__(self, sched: ResidualScheduler, obs: np.ndarray, mask: np.ndarray, base: np.ndarray,
                  cand: list[int]) -> int:
         metric = sched.value
-        v0 = base_value(sched.env.sim, sched.base, metric)
-        q = np.array([deviation_value(sched.env, sched.base, a, metric) for a in cand])
+        my = sched.cfg.myopic
+        v0 = base_value(sched.env.sim, sched.base, metric, my)
+        q = np.array([deviation_value(sched.env, sched.base, a, metric, my) for a in cand])
         self.rollouts += 1 + len(cand)
         adv = np.full(len(mask), np.nan, dtype=np.float32)
         if math.isfinite(v0) and v0 > 0:

@@ -290,3 +290,41 @@ def test_generate_workers_and_time_budget_keep_a_prefix(windows, records):
     assert len(c_info) == 1 and any("1 of 2 windows kept" in m for m in msgs)
     for k in records[0]:
         np.testing.assert_array_equal(cut[k], records[0][k], err_msg=k)
+
+
+def test_myopic_rollouts_see_only_arrived_jobs(windows):
+    """A myopic copy finishes exactly the jobs arrived so far (its metric is theirs) and leaves
+    the simulator's own arrivals alone; the full rollout also runs the later arrivals."""
+    from agents.rollout import finish_sim
+    from hetgym.sim.engine import Simulator
+
+    sim = Simulator(windows[0], seed=0)
+    b = baselines.make("allox")
+    b.reset(sim.view)
+    while sim.next_arrival < 3 and sim.advance():
+        if sim.n_queue:
+            sim.apply(b.decide(sim.view) or [])
+    arr, na = sim.jobs.arrival.copy(), sim.next_arrival
+    assert 0 < na < sim.n_jobs
+    s, bb = R.copy_sim(sim, b, myopic=True)
+    summ = finish_sim(s, bb)
+    assert s.n_done == na and summ["avg_jct"] == R.base_value(sim, b, "avg_jct", myopic=True)
+    full, fb = R.copy_sim(sim, b)
+    finish_sim(full, fb)
+    assert full.n_done == sim.n_jobs
+    np.testing.assert_array_equal(sim.jobs.arrival, arr)
+    with pytest.raises(ValueError, match="myopic"):
+        R.ResidualConfig(myopic=True, constraint="be_p50_slowdown")
+
+
+def test_a_rollout_that_leaves_jobs_has_no_value(windows):
+    """A myopic "wait" when nothing runs and every arrived job waits leaves those jobs for
+    ever: its value is inf, not the metric of the jobs that did finish."""
+    from hetgym.sim.engine import Simulator
+
+    sim = Simulator(windows[0], seed=0)
+    b = baselines.make("allox")
+    b.reset(sim.view)
+    assert sim.advance() and sim.n_queue and not sim.n_running  # the first arrival, nothing runs
+    assert R._finish(*R.copy_sim(sim, b, myopic=True), "avg_jct", False) == math.inf
+    assert math.isfinite(R._finish(*R.copy_sim(sim, b, myopic=True), "avg_jct", True))
