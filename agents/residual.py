@@ -130,8 +130,9 @@ class ResidualConfig:
         penalty: Weight of the constraint's excess over that bound in the value.
         myopic: The rollouts see only the jobs that have arrived (:func:`copy_sim` with
             ``myopic``): the teacher then knows nothing of future arrivals, as a policy
-            does, and a rollout's value is over the jobs arrived so far (families without a
-            constraint only).
+            does, and a rollout's value is over the jobs arrived so far; with a
+            constraint, its bound is then the base's figure over the same jobs (the base's
+            myopic rollout from that state), not the whole window's.
     """
 
     base: str = "allox"
@@ -148,9 +149,6 @@ class ResidualConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "base_params", dict(self.base_params))
-        if self.myopic and self.constraint is not None:
-            raise ValueError("ResidualConfig: myopic rollouts are for families without a constraint "
-                             f"(the bound {self.constraint!r} is measured on the whole window)")
 
     def make_base(self) -> Any:
         """A fresh base scheduler."""
@@ -250,15 +248,28 @@ def copy_sim(sim: Simulator, sched: Any, myopic: bool = False) -> tuple[Simulato
 Value = str | Callable[[dict[str, float]], float]
 
 
-def _finish(sim: Simulator, sched: Any, metric: Value, decide_now: bool) -> float:
+def _finish_summary(sim: Simulator, sched: Any, decide_now: bool) -> dict[str, float] | None:
     from agents.rollout import finish_sim
 
     # decide_now False is "wait": no decisions at this instant, the base from the next event on
     s = finish_sim(sim, sched, decide_now)
-    if sim.n_done < sim.next_arrival:  # jobs left (a "wait" with nothing to wake the run): not a value
+    # jobs left (a "wait" with nothing to wake the run): no value
+    return None if sim.n_done < sim.next_arrival else s
+
+
+def _finish(sim: Simulator, sched: Any, metric: Value, decide_now: bool) -> float:
+    s = _finish_summary(sim, sched, decide_now)
+    if s is None:
         return math.inf
     v = float(s[metric] if isinstance(metric, str) else metric(s))
     return v if math.isfinite(v) else math.inf
+
+
+def base_summary(sim: Simulator, sched: Any, myopic: bool = False) -> dict[str, float] | None:
+    """The summary of the run that follows ``sched`` from now (as :func:`base_value`);
+    None when it leaves arrived jobs unfinished."""
+    s, b = copy_sim(sim, sched, myopic)
+    return _finish_summary(s, b, True)
 
 
 def base_value(sim: Simulator, sched: Any, metric: Value = "avg_jct", myopic: bool = False) -> float:
@@ -396,9 +407,16 @@ class RolloutChooser:
 
     def __call__(self, sched: ResidualScheduler, obs: np.ndarray, mask: np.ndarray, base: np.ndarray,
                  cand: list[int]) -> int:
-        metric = sched.value
-        my = sched.cfg.myopic
-        v0 = base_value(sched.env.sim, sched.base, metric, my)
+        metric, my, cons = sched.value, sched.cfg.myopic, sched.cfg.constraint
+        if my and cons is not None:  # the bound: the base's figure over the jobs arrived so far
+            s0 = base_summary(sched.env.sim, sched.base, myopic=True)
+            bound = math.inf if s0 is None else float(s0[cons])
+
+            def metric(s: dict[str, float]) -> float:
+                return sched.cfg.value(s, bound)
+            v0 = math.inf if s0 is None else metric(s0)
+        else:
+            v0 = base_value(sched.env.sim, sched.base, metric, my)
         q = np.array([deviation_value(sched.env, sched.base, a, metric, my) for a in cand])
         self.rollouts += 1 + len(cand)
         adv = np.full(len(mask), np.nan, dtype=np.float32)

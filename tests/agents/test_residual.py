@@ -313,8 +313,7 @@ def test_myopic_rollouts_see_only_arrived_jobs(windows):
     finish_sim(full, fb)
     assert full.n_done == sim.n_jobs
     np.testing.assert_array_equal(sim.jobs.arrival, arr)
-    with pytest.raises(ValueError, match="myopic"):
-        R.ResidualConfig(myopic=True, constraint="be_p50_slowdown")
+    assert R.base_summary(sim, b, myopic=True)["avg_jct"] == summ["avg_jct"]
 
 
 def test_a_rollout_that_leaves_jobs_has_no_value(windows):
@@ -328,3 +327,29 @@ def test_a_rollout_that_leaves_jobs_has_no_value(windows):
     assert sim.advance() and sim.n_queue and not sim.n_running  # the first arrival, nothing runs
     assert R._finish(*R.copy_sim(sim, b, myopic=True), "avg_jct", False) == math.inf
     assert math.isfinite(R._finish(*R.copy_sim(sim, b, myopic=True), "avg_jct", True))
+
+
+def test_myopic_teacher_with_a_constraint_bounds_by_the_base_over_the_same_jobs(fit_windows):
+    """With a constraint, a myopic state's base value is the base's myopic run valued with
+    that run's own constraint as the bound (so the base has no penalty), and every
+    candidate's advantage is against it."""
+    import dataclasses
+
+    cfg = dataclasses.replace(FIT, myopic=True)
+    seen = []
+    ch = R.RolloutChooser("base")
+
+    def chooser(sched, obs, mask, base, cand):
+        a = ch(sched, obs, mask, base, cand)
+        if len(seen) < 3 and cand:
+            s0 = R.base_summary(sched.env.sim, sched.base, myopic=True)
+            if s0 is not None and math.isfinite(s0[cfg.metric]):
+                seen.append((ch.rows["v_base"][-1], s0[cfg.metric]))
+        return a
+
+    chooser.needs_bound = True
+    s = R.ResidualScheduler(chooser, FCFG, cfg)
+    got = hetgym.simulate(fit_windows[0], s, seed=0)
+    ref = hetgym.simulate(fit_windows[0], baselines.make("fitgpp"), seed=0)
+    assert got.jobs["end"].tolist() == ref.jobs["end"].tolist()  # act="base": FitGpp's run
+    assert seen and all(v == m for v, m in seen)
