@@ -21,13 +21,14 @@ from baselines.parts import (
     Ordering,
     ShortestFirst,
     WaitingGroups,
+    is_view,
 )
 from hetgym.decisions import Decision, Placement, Preempt, Start
 from hetgym.sim.codes import JobStatus
-from hetgym.sim.view import View
 
 if TYPE_CHECKING:  # pragma: no cover
     from baselines.srpt_plan import SRPTPlan
+    from hetgym.sim.view import View
 
 __all__ = ["FIFO", "SJF", "SRPT", "PolicyScheduler"]
 
@@ -60,7 +61,7 @@ class PolicyScheduler:
     def reset(self, view: View) -> None:
         """Sort keys and shape groups for the fast path (when it applies)."""
         self._groups: WaitingGroups | None = None
-        self._fast = (isinstance(view, View) and type(self.admission) is GreedyAdmission
+        self._fast = (is_view(view) and type(self.admission) is GreedyAdmission
                       and type(self.devices) in (FastestFirst, FastestOnly)
                       and (type(self.ordering) is ArrivalOrder
                            or (type(self.ordering) is ShortestFirst and not self.ordering.remaining)))
@@ -193,7 +194,7 @@ class SRPT:
     def reset(self, view: View) -> None:
         """Shape heaps of the waiting jobs for the fast path (when it applies)."""
         self._groups: SRPTPlan | None = None
-        if isinstance(view, View) and type(self.devices) in (FastestFirst, FastestOnly):
+        if is_view(view) and type(self.devices) in (FastestFirst, FastestOnly):
             # the plan's kernels load with the first SRPT run, not with ``import baselines``
             from baselines.srpt_plan import SRPTPlan
 

@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import sys
 import weakref
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
-from baselines.kernels import group_bounds_nb
 from hetgym.decisions import Start
-from hetgym.sim.dispatch import entry
-from hetgym.sim.view import CapacityModel, View
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hetgym.sim.view import CapacityModel, View
 
 __all__ = [
     "ArrivalOrder",
@@ -36,9 +37,18 @@ __all__ = [
     "Ordering",
     "ShortestFirst",
     "WaitingGroups",
+    "is_view",
     "preference",
     "shape_groups",
 ]
+
+
+def is_view(obj: object) -> bool:
+    """``isinstance(obj, hetgym.sim.view.View)`` without importing the simulator: a view
+    exists only once its module is imported, so ``import baselines`` need not load Numba
+    and the kernels (they load with the first run)."""
+    mod = sys.modules.get("hetgym.sim.view")
+    return mod is not None and isinstance(obj, mod.View)
 
 
 class Ordering(Protocol):
@@ -152,7 +162,7 @@ class GreedyAdmission:
     def admit(self, view: View, jobs: np.ndarray, devices: DeviceChoice,
               cap: CapacityModel | None = None) -> list[Start]:
         """Starts for the ordered ``jobs`` on ``cap`` (default: a fresh scratch copy)."""
-        if isinstance(devices, (FastestFirst, FastestOnly)) and isinstance(view, View):
+        if isinstance(devices, (FastestFirst, FastestOnly)) and is_view(view):
             # the common cases run in one Numba kernel (same rule as the loop below)
             return view.admit(jobs, self.blocking, pref=devices.table(view), cap=cap)
         cap = cap if cap is not None else view.capacity()
@@ -297,6 +307,9 @@ class WaitingGroups:
                 np.ascontiguousarray(free_cpus, dtype=np.float64),
                 np.ascontiguousarray(free_mem, dtype=np.float64), bool(best_node), out)
         if self._bound_entry is None:
+            from baselines.kernels import group_bounds_nb
+            from hetgym.sim.dispatch import entry
+
             self._bound_entry = entry(group_bounds_nb, *args)
         self._bound_entry(*args)
         return out

@@ -29,6 +29,7 @@ CPU configurations of the Philly trace that no user would submit.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 from dataclasses import dataclass, field
 from importlib import resources
@@ -56,6 +57,23 @@ def uniform_speedup(low: float = 1.8, high: float = 10.0) -> Callable[[np.random
     return draw
 
 
+@functools.lru_cache(maxsize=1)
+def _gavel_tables() -> dict[str, dict[tuple[str, int], float]]:
+    """Gavel's measured throughputs, ``{device_key: {(job_type, scale): steps_per_s}}``,
+    parsed from the packaged JSON (1.2 MB, mostly co-location pairs that are not used)."""
+    path = resources.files("hetgym").joinpath("data/gavel/simulation_throughputs.json")
+    with path.open("r") as fh:
+        raw = json.load(fh)
+    measured: dict[str, dict[tuple[str, int], float]] = {}
+    for dev in MEASURED:
+        table: dict[tuple[str, int], float] = {}
+        for key, val in raw[dev].items():
+            job_type, scale = ast.literal_eval(key)  # a tuple literal, never eval'd code
+            table[(str(job_type), int(scale))] = float(val["null"])
+        measured[dev] = table
+    return measured
+
+
 @dataclass
 class ThroughputModel:
     """Per-worker throughput of job types on device types.
@@ -67,19 +85,10 @@ class ThroughputModel:
     measured: dict[str, dict[tuple[str, int], float]] = field(default_factory=dict)
 
     @classmethod
-    def gavel(cls) -> "ThroughputModel":
-        """Load Gavel's measured throughputs shipped with the package."""
-        path = resources.files("hetgym").joinpath("data/gavel/simulation_throughputs.json")
-        with path.open("r") as fh:
-            raw = json.load(fh)
-        measured: dict[str, dict[tuple[str, int], float]] = {}
-        for dev in MEASURED:
-            table: dict[tuple[str, int], float] = {}
-            for key, val in raw[dev].items():
-                job_type, scale = ast.literal_eval(key)  # a tuple literal, never eval'd code
-                table[(str(job_type), int(scale))] = float(val["null"])
-            measured[dev] = table
-        return cls(measured=measured)
+    def gavel(cls) -> ThroughputModel:
+        """Load Gavel's measured throughputs shipped with the package (the file is read
+        once per process; each call returns a model with tables of its own)."""
+        return cls(measured={dev: dict(table) for dev, table in _gavel_tables().items()})
 
     @property
     def job_types(self) -> list[str]:

@@ -31,7 +31,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import hetgym
-from baselines.gavel import POLICIES, Gavel
 from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
 from hetgym.throughput import ThroughputModel
 from hetgym.traces.gavel import (
@@ -128,7 +127,10 @@ def run_gavel(gavel_dir: Path, python: str, trace10: Path, policy: str, seed: in
 
 
 def main(argv: list[str] | None = None) -> int:
+    # imported here, not at the top: scripts/bench_startup.py imports this module for a FIFO run
+    from baselines.gavel import POLICIES, Gavel
     from hetgym.cli import plain_doc
+
     ap = argparse.ArgumentParser(description=plain_doc(__doc__.split("\n\n")[0]))
     ap.add_argument("--trace", type=Path, default=packaged_gavel_dir() / "6c71a0.trace")
     ap.add_argument("--jobs", type=int, default=40)

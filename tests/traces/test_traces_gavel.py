@@ -56,3 +56,23 @@ def test_bad_files_raise_with_file_line_column(fixtures: Path):
         load_gavel_trace(fixtures / "gavel_bad_fields.trace")
     df, rep = load_gavel_trace(fixtures / "gavel_bad_number.trace", on_bad="drop")
     assert len(df) == 1 and rep.dropped == {"unparsable_total_steps": 1}
+
+
+def test_gavel_model_is_read_once_and_each_model_owns_its_tables():
+    """``ThroughputModel.gavel()`` parses the packaged file once per process; a model's
+    tables are its own (a change to one model is not seen by the next)."""
+    import json
+    from importlib import resources
+
+    from hetgym.throughput import MEASURED
+
+    a, b = ThroughputModel.gavel(), ThroughputModel.gavel()
+    assert a.measured == b.measured and a.measured["v100"] is not b.measured["v100"]
+    a.measured["v100"][("made up", 1)] = 1.0
+    assert ("made up", 1) not in ThroughputModel.gavel().measured["v100"]
+    raw = json.loads(resources.files("hetgym").joinpath(
+        "data/gavel/simulation_throughputs.json").read_text())
+    for dev in MEASURED:  # the same numbers as the file's single-job ("null") entries
+        assert len(b.measured[dev]) == len(raw[dev])
+        assert b.measured[dev][("ResNet-18 (batch size 16)", 1)] == raw[dev][
+            "('ResNet-18 (batch size 16)', 1)"]["null"]
