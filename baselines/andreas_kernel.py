@@ -3,8 +3,9 @@ table of one decision point and the Randomized Greedy search.
 
 Configurations are enumerated per *node class* (nodes of one GPU type, GPU count, cores,
 memory and power model are interchangeable, A-A4) and bound to a concrete node during the
-construction, which checks the node's free GPUs, cores and memory in the plan. Inputs are plain arrays built by :mod:`baselines.andreas_parts`; nothing
-here reads the simulator. Randomness is counter-based (:func:`draw_nb`, splitmix64 of the
+construction, which checks the node's free GPUs, cores and memory in the plan
+(:mod:`baselines.andreas_fit`). Inputs are plain arrays built by
+:mod:`baselines.andreas_parts`; nothing here reads the simulator. Randomness is counter-based (:func:`draw_nb`, splitmix64 of the
 call's seed, the iteration and a counter), the seed drawn once per call from the run's RNG
 (``view.rng``), so a run repeats.
 """
