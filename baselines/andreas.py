@@ -36,7 +36,11 @@ Assumptions (spec 4.5; tested in tests/baselines/test_andreas.py):
   interference are not looked at (ANDREAS' jobs have comm = 0).
 * A-A4 nodes of one class are interchangeable; binding order (i) stay (A-A5), (ii) open
   node best fit, (iii) lowest unused node, (iv) other configurations on open nodes,
-  (v) any unused node, (vi) postpone. The best plan's nodes are then permuted within
+  (v) any unused node, (vi) postpone. A node takes a configuration only if it has its g
+  GPUs *and* g x cores and g x memory free in the plan (the paper's "has g* free GPUs":
+  its nodes have no other scarce resource; hetgym's simulator enforces cores and memory,
+  :mod:`baselines.andreas_fit`), the running jobs' cores and memory held back like their
+  GPUs. The best plan's nodes are then permuted within
   each class to keep running jobs where they are (same f_OBJ, fewer migrations).
 * A-A5 a running job keeps its node when its chosen configuration still fits there; its
   GPUs are held back from the jobs placed before it in the order: steps (ii)-(v) bind them
@@ -72,6 +76,7 @@ from baselines.andreas_parts import (
     pinned_nodes,
     plan_decisions,
     relabel_nodes,
+    resource_table,
     start_outside_model,
     take_gpus,
 )
@@ -166,13 +171,14 @@ class AndreasRG:
         arrival = view.arrival[cand]
         base = rows[np.lexsort((cand[rows], arrival[rows], -tab.delta[rows]))]
         cur_g = np.maximum(cur_g, 0)
+        node_rc0, cfg_rc, cur_rc = resource_table(view, cl, tab, cur, cur_g, rows)
         out_node = np.empty(len(cand), dtype=np.int64)
         out_cfg = np.empty(len(cand), dtype=np.int64)
         f = self._search(base, np.ascontiguousarray(view.weight[cand]),
                          np.ascontiguousarray(view.deadline[cand]), tab.cls, tab.g, tab.t, tab.dl,
                          tab.dlen, tab.cl, tab.clen, tab.mj, cur, cur_g, cl.of_node, free, is_open, first_t,
-                         first_c, cl.start, cl.nodes, cl.rate, float(view.now), self.round_length,
-                         float(self.rho), float(self.alpha), float(self.beta), float(self.pi),
+                         first_c, node_rc0, cfg_rc, cur_rc, cl.start, cl.nodes, cl.rate, float(view.now),
+                         self.round_length, float(self.rho), float(self.alpha), float(self.beta), float(self.pi),
                          int(self.max_iter), seed, out_node, out_cfg, False, True)
         # scan=False, prune=True passed, not omitted: a call with omitted arguments takes
         # Numba's slow dispatch path (~0.4 ms per omitted argument, measured)
@@ -180,7 +186,8 @@ class AndreasRG:
         targets = dict(zip(cand[sel].tolist(),
                            zip(out_node[sel].tolist(), tab.g[sel, out_cfg[sel]].tolist())))
         current = {int(cand[r]): (int(cur[r]), int(cur_g[r])) for r in range(n_run) if cur[r] >= 0}
-        return relabel_nodes(targets, current, cl, free), running, outside, float(f)
+        rc = (dict(zip(cand[sel].tolist(), cfg_rc[sel, out_cfg[sel]])), node_rc0) if current else None
+        return relabel_nodes(targets, current, cl, free, rc), running, outside, float(f)
 
     def decide(self, view: Any) -> list[Decision]:
         targets, running, outside, f = self.plan(view)

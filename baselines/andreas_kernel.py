@@ -1,10 +1,11 @@
 """Numba kernels of the ANDREAS baselines (spec 4.1; paper section IV): the configuration
 table of one decision point and the Randomized Greedy search.
 
-Configurations are enumerated per *node class* (nodes of one GPU type, GPU count and
-power model are interchangeable, A-A4) and bound to a concrete node during the
-construction. Inputs are plain arrays built by :mod:`baselines.andreas_parts`; nothing
-here reads the simulator. Randomness is counter-based (:func:`draw_nb`, splitmix64 of the
+Configurations are enumerated per *node class* (nodes of one GPU type, GPU count, cores,
+memory and power model are interchangeable, A-A4) and bound to a concrete node during the
+construction, which checks the node's free GPUs, cores and memory in the plan
+(:mod:`baselines.andreas_fit`). Inputs are plain arrays built by
+:mod:`baselines.andreas_parts`; nothing here reads the simulator. Randomness is counter-based (:func:`draw_nb`, splitmix64 of the
 call's seed, the iteration and a counter), the seed drawn once per call from the run's RNG
 (``view.rng``), so a run repeats.
 """
@@ -13,6 +14,15 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
+
+from baselines.andreas_fit import low_bit_nb as _low_bit_nb
+from baselines.andreas_fit import (
+    open_count_rc_nb,
+    open_nth_rc_nb,
+    rc_fits_nb,
+    rc_problem_nb,
+    unused_rc_nb,
+)
 
 __all__ = [
     "config_table_nb",
@@ -255,19 +265,6 @@ def _pick_nb(n, frac, randomised, key, ctr):
 # bitsets over the class's node positions (ascending node index), so that the binding
 # steps cost O(G x words) instead of a scan (and a sort) of the class's nodes.
 
-_DEBRUIJN = np.array([0, 1, 48, 2, 57, 49, 28, 3, 61, 58, 50, 42, 38, 29, 17, 4, 62, 55, 59, 36,
-                      53, 51, 43, 22, 45, 39, 33, 30, 24, 18, 12, 5, 63, 47, 56, 27, 60, 41, 37,
-                      16, 54, 35, 52, 21, 44, 32, 23, 11, 46, 26, 40, 15, 34, 20, 31, 10, 25, 14,
-                      19, 9, 13, 8, 7, 6], dtype=np.int64)
-
-
-@njit(cache=True, inline="always")
-def _low_bit_nb(x):
-    """Position of the lowest set bit of the non-zero uint64 x (de Bruijn)."""
-    lsb = x & (~x + np.uint64(1))
-    return _DEBRUIJN[(lsb * np.uint64(0x03F79D71B4CB0A89)) >> np.uint64(58)]
-
-
 @njit(cache=True, inline="always")
 def _bucket_low_nb(bits, k, f):
     """Lowest node position in bucket (k, f), or -1 when empty."""
@@ -306,15 +303,27 @@ def _bucket_flip_nb(bits, cnt, k, f, p, on):
 
 @njit(cache=True, inline="always")
 def _open_fit_nb(k, g, node_free, node_res, node_open, fast, ob, oc, cls_start, cls_nodes,
-                 beta, randomised, scr, cls_free, key, ctr):
+                 beta, randomised, scr, cls_free, key, ctr, j, e, rcs, held_rc):
     """Best-fit open node of class k with >= g free GPUs in the plan beyond ``node_res``
-    (fewest left, lowest index on ties); randomised: uniform among the first
-    max(1, round(beta x count)) in that order (draw ``ctr`` of ``key``). ``cls_free[k]`` (free GPUs of the class)
-    rejects in O(1); with ``fast`` (nothing held back) the open buckets ``ob`` / ``oc``
-    answer, otherwise the class's nodes are scanned."""
+    (fewest left, lowest index on ties) and the cores and memory of entry e of row j
+    beyond ``held_rc`` (``rcs`` = (cfg_rc, node_rc, rc_all, fs), :mod:`baselines.andreas_fit`);
+    randomised: uniform among the first max(1, round(beta x count)) in that order (draw
+    ``ctr`` of ``key``). ``cls_free[k]`` (free GPUs of the class) rejects in O(1); with
+    ``fast`` (nothing held back) the open buckets ``ob`` / ``oc`` answer (filtered by
+    cores and memory unless ``rc_all``), otherwise the class's nodes are scanned."""
     if cls_free[k] < g:
         return -1
     gm = oc.shape[1] - 1
+    cfg_rc, node_rc, rc_all, fs = rcs
+    need = cfg_rc[j, e]
+    if fast and not rc_all:
+        c = open_count_rc_nb(k, g, fs[j, e], need, ob, cls_start, cls_nodes, node_rc, held_rc, gm,
+                             not randomised)
+        if c < 0:
+            return -1 if c == -1 else -2 - c
+        top = 1 if c <= 1 else max(1, int(np.round(beta * c)))
+        r = 0 if top == 1 else _below_nb(key, ctr, top)
+        return open_nth_rc_nb(k, g, fs[j, e], need, ob, cls_start, cls_nodes, node_rc, held_rc, gm, r)
     if fast:
         c = 0
         for f in range(g, gm + 1):
@@ -331,7 +340,7 @@ def _open_fit_nb(k, g, node_free, node_res, node_open, fast, ob, oc, cls_start, 
     c = 0
     for p in range(cls_start[k], cls_start[k + 1]):
         n = cls_nodes[p]
-        if node_open[n] and node_free[n] - node_res[n] >= g:
+        if node_open[n] and node_free[n] - node_res[n] >= g and rc_fits_nb(node_rc, held_rc, n, need):
             scr[c] = n
             c += 1
     if c == 0:
@@ -349,11 +358,17 @@ def _open_fit_nb(k, g, node_free, node_res, node_open, fast, ob, oc, cls_start, 
 
 
 @njit(cache=True, inline="always")
-def _unused_nb(k, g, node_free, node_res, node_open, fast, ub, cls_start, cls_nodes, cls_free):
+def _unused_nb(k, g, node_free, node_res, node_open, fast, ub, cls_start, cls_nodes, cls_free,
+               j, e, rcs, held_rc):
     """Lowest-index unused (not open) node of class k with >= g free GPUs beyond
-    ``node_res``, or -1 (``fast``: from the unused buckets ``ub``)."""
+    ``node_res`` and the cores and memory of entry e of row j beyond ``held_rc`` (as
+    :func:`_open_fit_nb`), or -1 (``fast``: from the unused buckets ``ub``)."""
     if cls_free[k] < g:
         return -1
+    cfg_rc, node_rc, rc_all, fs = rcs
+    need = cfg_rc[j, e]
+    if fast and not rc_all:
+        return unused_rc_nb(k, g, fs[j, e], need, ub, cls_start, cls_nodes, node_rc, held_rc)
     if fast:
         best = -1
         for f in range(g, ub.shape[1]):
@@ -363,29 +378,30 @@ def _unused_nb(k, g, node_free, node_res, node_open, fast, ub, cls_start, cls_no
         return -1 if best < 0 else cls_nodes[cls_start[k] + best]
     for p in range(cls_start[k], cls_start[k + 1]):
         n = cls_nodes[p]
-        if not node_open[n] and node_free[n] - node_res[n] >= g:
+        if not node_open[n] and node_free[n] - node_res[n] >= g and rc_fits_nb(node_rc, held_rc, n, need):
             return n
     return -1
 
 
 @njit(cache=True, inline="always")
 def _bind_same_nb(j, e, cfg_cls, cfg_g, node_free, node_res, node_open, fast, ob, oc, ub,
-                  cls_start, cls_nodes, beta, rnd, scr, cls_free, key, ctr):
+                  cls_start, cls_nodes, beta, rnd, scr, cls_free, key, ctr, rcs, held_rc):
     """Steps (ii) an open node of the class, best fit, (iii) the lowest-index unused node of
     the class, for entry e of job row j; the node or -1. ``node_res`` holds GPUs back;
     a randomised open-node pick uses draw ``ctr`` of ``key``."""
     k = cfg_cls[j, e]
     g = cfg_g[j, e]
     n = _open_fit_nb(k, g, node_free, node_res, node_open, fast, ob, oc, cls_start, cls_nodes,
-                     beta, rnd, scr, cls_free, key, ctr)
+                     beta, rnd, scr, cls_free, key, ctr, j, e, rcs, held_rc)
     if n >= 0:
         return n
-    return _unused_nb(k, g, node_free, node_res, node_open, fast, ub, cls_start, cls_nodes, cls_free)
+    return _unused_nb(k, g, node_free, node_res, node_open, fast, ub, cls_start, cls_nodes, cls_free,
+                      j, e, rcs, held_rc)
 
 
 @njit(cache=True)
 def _bind_other_nb(j, e, cfg_cls, cfg_g, dl, dlen, cl, clen, node_free, node_res, node_open,
-                   fast, ob, oc, ub, cls_start, cls_nodes, scr, cls_free):
+                   fast, ob, oc, ub, cls_start, cls_nodes, scr, cls_free, rcs, held_rc):
     """Steps (iv) ASSIGN_TO_SUBOPTIMAL (the other entries, D* by cost then D*^C by time, on
     open nodes, best fit) and (v) (A-A4: the first entry fitting an unused node of any
     class); returns (node, entry) or (-1, e)."""
@@ -394,13 +410,14 @@ def _bind_other_nb(j, e, cfg_cls, cfg_g, dl, dlen, cl, clen, node_free, node_res
         if e2 == e:
             continue
         n = _open_fit_nb(cfg_cls[j, e2], cfg_g[j, e2], node_free, node_res, node_open, fast, ob,
-                         oc, cls_start, cls_nodes, 0.0, False, scr, cls_free, np.uint64(0), 0)
+                         oc, cls_start, cls_nodes, 0.0, False, scr, cls_free, np.uint64(0), 0, j, e2,
+                         rcs, held_rc)
         if n >= 0:
             return n, e2
     for s in range(dlen[j] + clen[j]):
         e2 = dl[j, s] if s < dlen[j] else cl[j, s - dlen[j]]
         n = _unused_nb(cfg_cls[j, e2], cfg_g[j, e2], node_free, node_res, node_open, fast, ub,
-                       cls_start, cls_nodes, cls_free)
+                       cls_start, cls_nodes, cls_free, j, e2, rcs, held_rc)
         if n >= 0:
             return n, e2
     return -1, e
@@ -445,7 +462,7 @@ def _iterations_nb(it0, it1, step, seed, best, prune, scale, scan, base_order, w
                    thr_gt, thr_lt, thr_eq, res0, res_total0, cls_free0, maxfree0, pos, gmin, gall,
                    pj, npos, lbj, total_lb, cmin, e_lb0, node_free, node_open, first_t, first_c,
                    node_res, cls_free, maxfree, ob, oc, ub, uc, plan_node, plan_cfg, scr, tn, tflag,
-                   placed, rn, zero, out_node, out_cfg):
+                   placed, rn, zero, rcp, node_rc, res_rc, zero_rc, out_node, out_cfg):
     """Iterations ``it0``, ``it0`` + ``step``, ... below ``it1`` of Algorithm 1 (draws of iteration ``it`` from
     :func:`iter_key_nb` (seed, it); ``thr_*``: the swap probabilities as
     :func:`threshold_nb`), each a construction scored by f_OBJ; a plan better than ``best``
@@ -455,10 +472,16 @@ def _iterations_nb(it0, it1, step, seed, best, prune, scale, scan, base_order, w
     be kept). Once no job of the call fits any node (:func:`_closed_nb`) every job left is
     postponed: it only adds its cost ``pj`` (``npos`` jobs have ``pj > 0``; none left: the
     iteration stops there). Each iteration starts from and restores the scratch state
-    (the nodes it touched, listed in ``tn``; the running jobs' held GPUs, ``rn``)."""
+    (the nodes it touched, listed in ``tn``; the running jobs' held GPUs, ``rn``).
+    Cores and memory (``rcp`` = (cfg_rc, cur_rc, node_rc0, res_rc0, rc_all, fs, fit0) of
+    :func:`~baselines.andreas_fit.rc_problem_nb`; scratch ``node_rc``, ``res_rc``): a node
+    takes an entry only if it has its cores and memory free in the plan too (A-A4), held
+    back for running jobs like their GPUs."""
     nj = base_order.shape[0]
     nn = node_cls.shape[0]
     best_it = -1
+    cfg_rc, cur_rc, node_rc0, res_rc0, rc_all, fs, fit0 = rcp
+    rcs = (cfg_rc, node_rc, rc_all, fs)
     for it in range(it0, it1, step):
         key = iter_key_nb(seed, it)
         bound = best if prune else np.inf
@@ -513,12 +536,14 @@ def _iterations_nb(it0, it1, step, seed, best, prune, scale, scan, base_order, w
             c = cur_node[j]
             if c >= 0:
                 node_res[c] -= cur_g[j]  # its turn: the job's own GPUs are no longer held back
+                res_rc[c, 0] -= cur_rc[j, 0]
+                res_rc[c, 1] -= cur_rc[j, 1]
                 res_total -= cur_g[j]
                 rn[nr] = c
                 nr += 1
-                if node_cls[c] == k and node_free[c] >= g:  # (i) stay (A-A5)
-                    n = c
-            if n < 0 and not scan and not _any_fits_nb(j, gmin, maxfree):
+                if node_cls[c] == k and node_free[c] >= g and rc_fits_nb(node_rc, zero_rc, c, cfg_rc[j, e]):
+                    n = c  # (i) stay (A-A5)
+            if n < 0 and not scan and not (fit0[j] and _any_fits_nb(j, gmin, maxfree)):
                 # no entry fits any node of its class, held-back GPUs or not: steps
                 # (ii)-(v) would fail, and a failed binding draws nothing
                 f += pj[j]
@@ -531,14 +556,15 @@ def _iterations_nb(it0, it1, step, seed, best, prune, scale, scan, base_order, w
                 if n >= 0 or (pas == 1 and res_total == 0 and not scan):
                     break
                 held = node_res if pas == 0 else zero
+                held_rc = res_rc if pas == 0 else zero_rc
                 fast = not scan and (pas == 1 or res_total == 0)
                 n = _bind_same_nb(j, e, cfg_cls, cfg_g, node_free, held, node_open, fast, ob, oc,
                                   ub, cls_start, cls_nodes, beta, rnd, scr, cls_free, key,
-                                  4 * q + 2 + pas)
+                                  4 * q + 2 + pas, rcs, held_rc)
                 if n < 0:
                     n, e = _bind_other_nb(j, e, cfg_cls, cfg_g, dl, dlen, cl, clen, node_free,
                                           held, node_open, fast, ob, oc, ub, cls_start,
-                                          cls_nodes, scr, cls_free)
+                                          cls_nodes, scr, cls_free, rcs, held_rc)
             if n < 0:  # (vi) postpone
                 f += pj[j]
                 continue
@@ -559,6 +585,8 @@ def _iterations_nb(it0, it1, step, seed, best, prune, scale, scan, base_order, w
             else:
                 _bucket_flip_nb(ub, uc, k, node_free[n], pos[n], False)
             node_free[n] -= g
+            node_rc[n, 0] -= cfg_rc[j, e, 0]
+            node_rc[n, 1] -= cfg_rc[j, e, 1]
             _bucket_flip_nb(ob, oc, k, node_free[n], pos[n], True)
             cls_free[k] -= g
             while maxfree[k] > 0 and oc[k, maxfree[k]] + uc[k, maxfree[k]] == 0:
@@ -588,12 +616,16 @@ def _iterations_nb(it0, it1, step, seed, best, prune, scale, scan, base_order, w
             else:
                 _bucket_flip_nb(ub, uc, k, node_free0[n], pos[n], True)
             node_free[n] = node_free0[n]
+            node_rc[n, 0] = node_rc0[n, 0]
+            node_rc[n, 1] = node_rc0[n, 1]
             node_open[n] = node_open0[n]
             first_t[n] = first_t0[n]
             first_c[n] = first_c0[n]
             tflag[n] = False
         for a in range(nr):
             node_res[rn[a]] = res0[rn[a]]
+            res_rc[rn[a], 0] = res_rc0[rn[a], 0]
+            res_rc[rn[a], 1] = res_rc0[rn[a], 1]
         cls_free[:] = cls_free0
         maxfree[:] = maxfree0
         if f < best:
@@ -609,10 +641,15 @@ def _iterations_nb(it0, it1, step, seed, best, prune, scale, scan, base_order, w
 
 @njit(cache=True)
 def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, mj,
-                 cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
-                 cls_nodes, cls_rate, now, horizon_h, rho, alpha, beta, pi, max_iter, seed,
-                 out_node, out_cfg, scan=False, prune=True):
+                 cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, node_rc0, cfg_rc,
+                 cur_rc, cls_start, cls_nodes, cls_rate, now, horizon_h, rho, alpha, beta, pi, max_iter,
+                 seed, out_node, out_cfg, scan=False, prune=True):
     """Algorithm 1 of the paper with the assignment rules of spec 4.1 step 4 (c).
+
+    A node takes entry e of row j only if it has the entry's GPUs, cores and memory free
+    in the plan (``node_rc0``: cores and memory free at the start, per node; ``cfg_rc``:
+    each entry's; ``cur_rc``: what each running row holds now, held back like its GPUs;
+    :mod:`baselines.andreas_fit`).
 
     A-A5 (a running job keeps its node when its configuration still fits there) is
     upheld against jobs placed before it: the GPUs of running jobs (``cur_node``,
@@ -648,8 +685,8 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
     ``tests/baselines/test_andreas_kernel.py`` checks.
     """
     p = _problem_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, mj,
-                    cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
-                    cls_nodes, cls_rate, now, horizon_h, rho, pi, out_node.shape[0])
+                    cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, node_rc0, cfg_rc,
+                    cur_rc, cls_start, cls_nodes, cls_rate, now, horizon_h, rho, pi, out_node.shape[0])
     for i in range(out_node.shape[0]):
         out_node[i] = -1
         out_cfg[i] = -1
@@ -661,8 +698,8 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
 
 @njit(cache=True, parallel=True)
 def rg_search_par_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, mj,
-                     cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0,
-                     cls_start, cls_nodes, cls_rate, now, horizon_h, rho, alpha, beta, pi, max_iter,
+                     cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, node_rc0, cfg_rc,
+                     cur_rc, cls_start, cls_nodes, cls_rate, now, horizon_h, rho, alpha, beta, pi, max_iter,
                      seed, out_node, out_cfg, scan, prune, chunks):
     """:func:`rg_search_nb` (the same arguments, then ``chunks``) with the iterations
     1 .. ``max_iter`` - 1 dealt to ``chunks`` interleaved sets (chunk c: 1 + c, 1 + c +
@@ -676,8 +713,8 @@ def rg_search_par_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dl
     ``chunks`` and the thread count (``tests/baselines/test_andreas_kernel.py``)."""
     nrow = out_node.shape[0]
     p = _problem_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, mj,
-                    cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
-                    cls_nodes, cls_rate, now, horizon_h, rho, pi, nrow)
+                    cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, node_rc0, cfg_rc,
+                    cur_rc, cls_start, cls_nodes, cls_rate, now, horizon_h, rho, pi, nrow)
     for i in range(nrow):
         out_node[i] = -1
         out_cfg[i] = -1
@@ -710,8 +747,8 @@ def rg_search_par_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dl
 
 @njit(cache=True)
 def _problem_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, mj,
-                cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
-                cls_nodes, cls_rate, now, horizon_h, rho, pi, nrow):
+                cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, node_rc0, cfg_rc,
+                cur_rc, cls_start, cls_nodes, cls_rate, now, horizon_h, rho, pi, nrow):
     """What every iteration of one search reads: the swap thresholds, the GPUs held back for
     running jobs (``res0``), per class the free GPUs and the most on one node, the node
     buckets at the start, the postponement costs and the pruning bounds (see
@@ -800,8 +837,12 @@ def _problem_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, c
             term = max(term, first_c0[n])
         e_lb0 += _node_lb_nb(node_open0[n], first_t0[n], first_c0[n], node_free0[n], node_cls[n], cmin)
     scale = total_lb + (2 * nj + nn) * term
+    res_rc0, rc_all, fs, fit0 = rc_problem_nb(base_order, cfg_cls, cfg_g, dl, dlen, cl, clen, cur_node,
+                                              cur_g, node_cls, node_free0, node_rc0, cfg_rc, cur_rc,
+                                              cls_start, cls_nodes, nrow, nw)
     return (thr_gt, thr_lt, thr_eq, res0, res_total0, cls_free0, maxfree0, pos, gmin, gall, pj, npos,
-            lbj, total_lb, cmin, e_lb0, scale, ob, oc, ub, uc)
+            lbj, total_lb, cmin, e_lb0, scale, ob, oc, ub, uc, cfg_rc, cur_rc, node_rc0, res_rc0, rc_all,
+            fs, fit0)
 
 
 @njit(cache=True)
@@ -813,7 +854,9 @@ def _run_nb(it0, it1, step, seed, best, prune, scan, p, base_order, weight, dead
     the best f_OBJ below ``best`` (or ``best``) and its iteration (or -1), its plan in
     ``out_node`` / ``out_cfg``."""
     (thr_gt, thr_lt, thr_eq, res0, res_total0, cls_free0, maxfree0, pos, gmin, gall, pj, npos,
-     lbj, total_lb, cmin, e_lb0, scale, ob0, oc0, ub0, uc0) = p
+     lbj, total_lb, cmin, e_lb0, scale, ob0, oc0, ub0, uc0, cfg_rc, cur_rc, node_rc0, res_rc0, rc_all,
+     fs, fit0) = p
+    rcp = (cfg_rc, cur_rc, node_rc0, res_rc0, rc_all, fs, fit0)
     nj = base_order.shape[0]
     nrow = out_node.shape[0]
     nn = node_cls.shape[0]
@@ -828,4 +871,5 @@ def _run_nb(it0, it1, step, seed, best, prune, scan, p, base_order, weight, dead
                           np.full(nrow, -1, dtype=np.int64), np.empty(nn, dtype=np.int64),
                           np.empty(nn, dtype=np.int64), np.zeros(nn, dtype=np.bool_),
                           np.empty(max(nj, 1), dtype=np.int64), np.empty(max(nj, 1), dtype=np.int64),
-                          np.zeros(nn, dtype=np.int64), out_node, out_cfg)
+                          np.zeros(nn, dtype=np.int64), rcp, node_rc0.copy(), res_rc0.copy(),
+                          np.zeros((nn, 2)), out_node, out_cfg)

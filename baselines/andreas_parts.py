@@ -40,6 +40,7 @@ __all__ = [
     "pinned_mask",
     "pinned_nodes",
     "plan_decisions",
+    "resource_table",
     "start_outside_model",
     "take_gpus",
 ]
@@ -161,6 +162,32 @@ def config_table(view, classes: NodeClasses, jobs: np.ndarray,
     return out
 
 
+def resource_table(view, classes: NodeClasses, tab: ConfigTable, cur: np.ndarray,
+                   cur_g: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cores and memory for the search (A-A4; :mod:`baselines.andreas_fit`): ``(node_rc0,
+    cfg_rc, cur_rc)``. ``cfg_rc[i, e]`` = (g x cores, g x memory) of entry e of row i (job
+    ``tab.jobs[i]``) on its class's device; ``cur_rc[i]`` = what row i holds on its node
+    ``cur[i]`` now (g = ``cur_g[i]``; 0 where ``cur[i]`` < 0); ``node_rc0[n]`` = the cores
+    and memory free on node n with the rows ``rows`` that run now taken off it (the plan
+    re-places them; the other running jobs keep theirs)."""
+    jobs = tab.jobs
+    dev = classes.dev[tab.cls]
+    cfg_rc = np.empty(tab.g.shape + (2,))
+    cfg_rc[..., 0] = tab.g * view.cpus_need[jobs[:, None], dev]
+    cfg_rc[..., 1] = tab.g * view.mem[jobs][:, None]
+    cur_rc = np.zeros((len(jobs), 2))
+    on = np.flatnonzero(cur >= 0)
+    if len(on):
+        d = np.asarray(view.node_device)[cur[on]]
+        cur_rc[on, 0] = cur_g[on] * view.cpus_need[jobs[on], d]
+        cur_rc[on, 1] = cur_g[on] * view.mem[jobs[on]]
+    node_rc0 = np.stack([np.asarray(view.free_cpus, dtype=np.float64),
+                         np.asarray(view.free_mem, dtype=np.float64)], axis=1)
+    back = rows[cur[rows] >= 0]
+    np.add.at(node_rc0, cur[back], cur_rc[back])
+    return node_rc0, cfg_rc, cur_rc
+
+
 def pinned_jobs(view, classes: NodeClasses) -> list[int]:
     """Running jobs a plan keeps where they are: in a grace period, with a grace period
     (a preemption would not free their GPUs now), at the preemption limit, or placed
@@ -214,15 +241,19 @@ def take_gpus(view, cap, j: int, n: int, g: int) -> Placement:
 
 
 def relabel_nodes(targets: dict[int, tuple[int, int]], current: dict[int, tuple[int, int]],
-                  classes: NodeClasses, free0: np.ndarray) -> dict[int, tuple[int, int]]:
+                  classes: NodeClasses, free0: np.ndarray,
+                  rc: tuple[dict[int, np.ndarray], np.ndarray] | None = None) -> dict[int, tuple[int, int]]:
     """The same plan with its nodes permuted within each class to keep running jobs where
     they are (A-A4: nodes of a class are interchangeable, so f_OBJ does not change).
 
     ``current[j] = (node, g)`` of the running jobs. Each planned node's set of jobs (a bin)
-    goes to a node of its class that can hold it (``free0``: GPUs left by pinned jobs),
-    greedily by the number of its jobs that would keep their node and g there (most
-    first; ties: the bin's own node, then lower indices); the other bins keep their node
-    when it is still free, else take the lowest free node of the class that holds them.
+    goes to a node of its class that can hold it (``free0``: GPUs left by pinned jobs;
+    ``rc = (need, node_rc0)``: each planned job's (cores, memory) and the cores and memory
+    left by pinned jobs, as :func:`resource_table`), greedily by the number of its jobs
+    that would keep their node and g there (most first; ties: the bin's own node, then
+    lower indices); the other bins keep their node when it is still free, else take the
+    lowest free node of the class that holds them. If some bin is then left without a
+    node, the plan is returned as it is (every bin fits its own node).
     """
     if not current:  # every bin keeps its own node (it fits there: the plan put it there)
         return dict(targets)
@@ -230,6 +261,12 @@ def relabel_nodes(targets: dict[int, tuple[int, int]], current: dict[int, tuple[
     for j, (n, _) in targets.items():
         bins.setdefault(n, []).append(j)
     need = {n: sum(targets[j][1] for j in js) for n, js in bins.items()}
+    if rc is not None:
+        need_rc = {n: sum((rc[0][j] for j in js), np.zeros(2)) for n, js in bins.items()}
+
+    def holds(n: int, m: int) -> bool:
+        return need[n] <= free0[m] and (rc is None or bool((need_rc[n] <= rc[1][m] + EPS).all()))
+
     pairs = []
     for n, js in bins.items():
         score: dict[int, int] = {}
@@ -237,7 +274,7 @@ def relabel_nodes(targets: dict[int, tuple[int, int]], current: dict[int, tuple[
             c = current.get(j)
             if c is not None and c[1] == targets[j][1] and classes.of_node[c[0]] == classes.of_node[n]:
                 score[c[0]] = score.get(c[0], 0) + 1
-        pairs += [(-k, m != n, n, m) for m, k in score.items() if need[n] <= free0[m]]
+        pairs += [(-k, m != n, n, m) for m, k in score.items() if holds(n, m)]
     pairs.sort()
     where: dict[int, int] = {}
     taken: set[int] = set()
@@ -250,7 +287,9 @@ def relabel_nodes(targets: dict[int, tuple[int, int]], current: dict[int, tuple[
             continue
         k = int(classes.of_node[n])
         cands = [n] + classes.nodes[classes.start[k]:classes.start[k + 1]].tolist()
-        m = next(m for m in cands if m not in taken and need[n] <= free0[m])
+        m = next((m for m in cands if m not in taken and holds(n, m)), None)
+        if m is None:
+            return dict(targets)
         where[n] = m
         taken.add(m)
     return {j: (where[n], g) for j, (n, g) in targets.items()}

@@ -10,9 +10,11 @@ run on ``fitgpp-lab`` (``--jobs`` jobs), then times the kernel (CPU time, the be
     python scripts/bench_andreas.py --load /tmp/rg_calls.pkl --chunks 2  # the threaded search
     python scripts/bench_andreas.py --scenario andreas-sim --nodes 20 --jobs 0 --every 10
 
-The kernel's first 31 arguments are the same across versions, so calls recorded with one
-tree can be timed with another (run with that tree on ``PYTHONPATH``). ``scan=False`` and
-``prune=True`` are passed, not omitted (omitted arguments take Numba's slow dispatch).
+The kernel's first ``NARGS`` = 34 arguments (31 before the search took the nodes' cores and
+memory, ``baselines/andreas_fit.py``) are the same across versions of one signature, so
+calls recorded with one tree can be timed with another (run with that tree on
+``PYTHONPATH``). ``scan=False`` and ``prune=True`` are passed, not omitted (omitted
+arguments take Numba's slow dispatch).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ import pickle
 import time
 
 import numpy as np
+
+NARGS = 34  # the search kernel's arguments before scan and prune
 
 
 def record(n_jobs: int, every: int, scenario: str = "fitgpp-lab", **kw) -> list[tuple]:
@@ -36,7 +40,7 @@ def record(n_jobs: int, every: int, scenario: str = "fitgpp-lab", **kw) -> list[
 
     def spy(*args):
         if count[0] % every == 0:
-            calls.append(tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args[:31]))
+            calls.append(tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args[:NARGS]))
         count[0] += 1
         return real(*args)
 
@@ -55,14 +59,13 @@ def time_calls(calls: list[tuple], repeat: int, chunks: int = 0) -> tuple[float,
     ``chunks`` > 0: the threaded search (``rg_search_par_nb``) with that many chunks."""
     import baselines.andreas_kernel as kern
 
-    fn = kern.rg_search_nb
-    extra = (False, True)[:fn.py_func.__code__.co_argcount - 31]  # scan, prune if taken
+    fn, extra = kern.rg_search_nb, (False, True)  # scan, prune
     if chunks > 0:
         fn, extra = kern.rg_search_par_nb, (False, True, chunks)
     best, wall, objs = np.inf, np.inf, []
     for _ in range(repeat):
         t, w = time.process_time(), time.perf_counter()
-        objs = [fn(*c[:31], *extra) for c in calls]
+        objs = [fn(*c[:NARGS], *extra) for c in calls]
         best = min(best, time.process_time() - t)
         wall = min(wall, time.perf_counter() - w)
     return best, wall, objs

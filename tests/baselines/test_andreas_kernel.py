@@ -25,13 +25,15 @@ from tests.baselines.test_fast_paths import assert_same_schedule
 
 CASES = [
     ("fitgpp-lab", {"n_jobs": 120, "nodes": 12}),  # pinned running jobs, nothing held back
+    # cores and memory bind, running jobs re-planned: GPUs, cores and memory held back
+    ("fitgpp-lab", {"n_jobs": 120, "nodes": 12, "grace_scale": 0.0, "max_preemptions": None}),
     ("andreas-sim", {"n_nodes": 4}),  # running jobs re-planned: GPUs held back
     ("andreas-sim", {"n_nodes": 6, "gpus": "4/2", "seed": 1}),
     ("andreas-armida", {}),
 ]
 
 
-NARGS = 31  # the kernel's arguments before scan and prune
+NARGS = 34  # the kernel's arguments before scan and prune
 
 
 def rg_search_ref_nb(*args):
