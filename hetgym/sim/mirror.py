@@ -7,7 +7,10 @@ kernels take a mirror of the same arrays (no copies) built from Numba structrefs
 so reading ``P.jobs`` or ``S.run`` in compiled code costs one reference count,
 where a NamedTuple of NamedTuples increfs and decrefs every array it holds (15-25
 per sub-tuple; a 5-line loop over the running jobs cost 0.7-0.9 us that way), and
-Numba types and compiles one structref argument instead of some 80 arrays.
+Numba types and compiles one structref argument instead of some 80 arrays. Each
+structref owns its arrays (one reference each, like any Numba container) and lends
+them to the kernels: reading an array field takes no reference count at all (see
+:func:`_lend_attributes`), so a mirror stays valid as long as anything holds it.
 
 The mirror shares the NamedTuples' arrays, so writes from either side are seen by
 the other; build it again (:func:`mirror`) whenever an array object of the state is
@@ -22,10 +25,12 @@ import hashlib
 from typing import Any, NamedTuple
 
 from numba import njit, types
-from numba.core import cgutils
+from numba.core import cgutils, imputils
+from numba.core.datamodel import default_manager, models
+from numba.core.typing.templates import AttributeTemplate
 from numba.experimental import structref
 from numba.experimental.jitclass.base import imp_dtor
-from numba.extending import intrinsic
+from numba.extending import infer_getattr, intrinsic, lower_getattr_generic
 
 from hetgym.sim.numba_start import load_registries
 from hetgym.sim.state import (
@@ -70,18 +75,62 @@ def _mangling_args(self: Any) -> tuple:
     return f"{type(self).__name__}_{digest}", ()
 
 
-def struct_of(nt: type, module: str = __name__, name: str | None = None) -> type:
-    """A structref proxy class (name ``<nt>K``, or ``name``) whose fields are those of the
-    NamedTuple class ``nt``, in order; construct it in compiled code with ``<nt>K(*tuple)``.
+def _lend_attributes(typeclass: type) -> None:
+    """Attribute reads of ``typeclass`` (a structref type) in compiled code, with array
+    fields *lent*: the value read is the stored array without its meminfo, so neither
+    the read nor any use of it takes a reference count (an atomic increment and decrement
+    of the array's meminfo, a separate cache line, per read: some 5-10 % of the batched
+    env's kernel time). The payload still owns one reference to each array (taken by
+    :func:`packer`, given back by the structref's destructor), so a lent array lives as
+    long as the structref it was read from, whatever holds that structref (a proxy, a
+    typed list, another structref) and whether or not the arrays were replaced since.
 
-    The Numba type class is ``<name>Type``; both are registered in ``module``'s globals
-    under those names (the on-disk cache finds them there)."""
+    Fields cannot be set in compiled code (no ``setattr``: replacing an array there
+    would free it under the lent copies); build a new structref instead, as
+    :func:`mirror` does. Non-array fields (nested structrefs, scalars) are read as
+    structref's own getter reads them."""
+
+    @infer_getattr
+    class _Attribute(AttributeTemplate):
+        key = typeclass
+
+        def generic_resolve(self, typ, attr):
+            return typ.field_dict.get(attr)
+
+    @lower_getattr_generic(typeclass)
+    def _getattr(context, builder, typ, val, attr):
+        utils = structref._Utils(context, builder, typ)
+        value = getattr(utils.get_data_struct(val), attr)
+        fieldtype = typ.field_dict[attr]
+        if isinstance(fieldtype, types.Array):
+            ary = context.make_array(fieldtype)(context, builder, value)
+            ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
+            return ary._getvalue()  # no meminfo: its reference counts are no-ops
+        return imputils.impl_ret_borrowed(context, builder, fieldtype, value)
+
+
+def struct_of(nt: type, module: str = __name__, name: str | None = None,
+              lend: bool = False) -> type:
+    """A structref proxy class (name ``<nt>K``, or ``name``) whose fields are those of the
+    NamedTuple class ``nt``, in order; construct it in compiled code with ``<nt>K(*tuple)``
+    or a :func:`packer`.
+
+    With ``lend``, compiled code reads its array fields without reference counts and
+    cannot set fields (see :func:`_lend_attributes`; for structrefs whose arrays are not
+    replaced while a kernel runs, i.e. all of this module's). The Numba type class is
+    ``<name>Type``; both are registered in ``module``'s globals under those names (the
+    on-disk cache finds them there)."""
     import sys
 
     name = name or nt.__name__ + "K"
-    typ = structref.register(type(name + "Type", (types.StructRef,),
-                                  {"__module__": module, "preprocess_fields": _preprocess,
-                                   "mangling_args": property(_mangling_args)}))
+    typ = type(name + "Type", (types.StructRef,),
+               {"__module__": module, "preprocess_fields": _preprocess,
+                "mangling_args": property(_mangling_args)})
+    if lend:
+        default_manager.register(typ, models.StructRefModel)
+        _lend_attributes(typ)
+    else:
+        structref.register(typ)
     proxy = type(name, (structref.StructRefProxy,),
                  {"__module__": module, "__doc__": f"Kernel-side mirror of :class:`{nt.__name__}`."})
     structref.define_proxy(proxy, typ, list(nt._fields))
@@ -132,18 +181,20 @@ def packer(proxy: type) -> Any:
     return pack
 
 
-JobArraysK = struct_of(JobArrays)
-NodeArraysK = struct_of(NodeArrays)
-OptionsK = struct_of(Options)
-ParamsK = struct_of(Params)
+# the state's arrays are lent to the kernels (no reference counts on reads): a simulator
+# replaces an array only by building a new state and a new mirror (grow_segments)
+JobArraysK = struct_of(JobArrays, lend=True)
+NodeArraysK = struct_of(NodeArrays, lend=True)
+OptionsK = struct_of(Options, lend=True)
+ParamsK = struct_of(Params, lend=True)
 #: The same fields as :data:`ParamsK` under another Numba type, for runs without
 #: interference (``opts.interf_mode == 0``): the kernels compiled for it leave the
 #: interference chain out (see :mod:`hetgym.sim.interference`); chosen by :func:`mirror`.
-PlainParamsK = struct_of(Params, name="PlainParamsK")
-JobStateK = struct_of(JobState)
-NodeStateK = struct_of(NodeState)
-RunStateK = struct_of(RunState)
-StateK = struct_of(State)
+PlainParamsK = struct_of(Params, name="PlainParamsK", lend=True)
+JobStateK = struct_of(JobState, lend=True)
+NodeStateK = struct_of(NodeState, lend=True)
+RunStateK = struct_of(RunState, lend=True)
+StateK = struct_of(State, lend=True)
 
 
 _PLAIN_TYPE = _TYPES[PlainParamsK][0]
