@@ -19,7 +19,6 @@ from hetgym.envs.features import observe_nb
 from hetgym.sim.codes import RUNNING
 from hetgym.sim.events import STEP_LOG_FULL, STEP_MOVED, STEP_NONE, place_start_nb, preempt_nb, step_nb
 from hetgym.sim.kernels import mask_nb, queue_compact_nb
-from hetgym.sim.mirror import lent_item
 from hetgym.sim.state import (
     ACC_ENERGY,
     ACC_NOW,
@@ -273,7 +272,7 @@ def _step_one_nb(i, actions, pending, envs, steps, stuck, max_steps, codes, inva
     if pending[i]:
         return
     a = actions[i]
-    P, S, EP, ES = lent_item(envs, i)  # no reference counts on EP's and ES's arrays
+    P, S, EP, ES = envs[i]
     invalid[i] = not ES.mask[a]
     steps[i] += 1
     code = act_nb(a, P, S, EP, ES)

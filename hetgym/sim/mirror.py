@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 from typing import Any, NamedTuple
 
-from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils, imputils
 from numba.core.datamodel import default_manager, models
@@ -57,7 +56,6 @@ __all__ = [
     "RunStateK",
     "StateK",
     "is_plain",
-    "lent_item",
     "mirror",
     "packer",
     "struct_of",
@@ -102,50 +100,13 @@ def _lend_attributes(typeclass: type) -> None:
     @lower_getattr_generic(typeclass)
     def _getattr(context, builder, typ, val, attr):
         utils = structref._Utils(context, builder, typ)
-        return _lent(context, builder, typ.field_dict[attr],
-                     getattr(utils.get_data_struct(val), attr))
-
-
-def _lent(context: Any, builder: Any, typ: Any, value: Any) -> Any:
-    """A new reference to ``value`` (of Numba type ``typ``) held elsewhere, its arrays
-    (also inside tuples) lent: without their meminfo, so their reference counts are
-    no-ops; other reference-counted values (structrefs) take a reference."""
-    if isinstance(typ, types.Array):
-        ary = context.make_array(typ)(context, builder, value)
-        ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
-        return ary._getvalue()
-    if isinstance(typ, types.BaseTuple):
-        for k, t in enumerate(typ):
-            item = _lent(context, builder, t, builder.extract_value(value, k))
-            value = builder.insert_value(value, item, k)
-        return value
-    return imputils.impl_ret_borrowed(context, builder, typ, value)
-
-
-@intrinsic
-def lent_item(typingctx, lst, i):
-    """``lst[i]`` of a typed list in compiled code (``0 <= i < len(lst)``, unchecked) with
-    its arrays lent (:func:`_lent`): a batch's item ``(P, S, EP, ES)`` costs two reference
-    counts instead of one per array of ``EP`` and ``ES``, there and in every kernel that
-    reads them. The list must not change while the item is used (the batch kernels only
-    read theirs)."""
-    if not isinstance(lst, types.ListType) or not isinstance(i, types.Integer):
-        return None
-    item_type = lst.item_type
-
-    def codegen(context, builder, sig, args):
-        from numba.typed.listobject import _container_get_data, ll_list_type
-
-        fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(cgutils.voidptr_t, [ll_list_type]),
-            "numba_list_base_ptr")
-        base = builder.call(fn, [_container_get_data(context, builder, sig.args[0], args[0])])
-        ptr = builder.bitcast(base, context.get_data_type(item_type).as_pointer())
-        item = context.data_model_manager[item_type].load_from_data_pointer(
-            builder, cgutils.gep(builder, ptr, args[1]))
-        return _lent(context, builder, item_type, item)
-
-    return item_type(lst, i), codegen
+        value = getattr(utils.get_data_struct(val), attr)
+        fieldtype = typ.field_dict[attr]
+        if isinstance(fieldtype, types.Array):
+            ary = context.make_array(fieldtype)(context, builder, value)
+            ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
+            return ary._getvalue()  # no meminfo: its reference counts are no-ops
+        return imputils.impl_ret_borrowed(context, builder, fieldtype, value)
 
 
 def struct_of(nt: type, module: str = __name__, name: str | None = None,
