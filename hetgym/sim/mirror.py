@@ -10,7 +10,7 @@ per sub-tuple; a 5-line loop over the running jobs cost 0.7-0.9 us that way), an
 Numba types and compiles one structref argument instead of some 80 arrays. Each
 structref owns its arrays (one reference each, like any Numba container) and lends
 them to the kernels: reading an array field takes no reference count at all (see
-:func:`_lend_attributes`), so a mirror stays valid as long as anything holds it.
+:func:`packer`), and a mirror stays valid as long as anything holds it.
 
 The mirror shares the NamedTuples' arrays, so writes from either side are seen by
 the other; build it again (:func:`mirror`) whenever an array object of the state is
@@ -25,12 +25,10 @@ import hashlib
 from typing import Any, NamedTuple
 
 from numba import njit, types
-from numba.core import cgutils, imputils
-from numba.core.datamodel import default_manager, models
-from numba.core.typing.templates import AttributeTemplate
+from numba.core import cgutils
 from numba.experimental import structref
 from numba.experimental.jitclass.base import imp_dtor
-from numba.extending import infer_getattr, intrinsic, lower_getattr_generic
+from numba.extending import intrinsic
 
 from hetgym.sim.numba_start import load_registries
 from hetgym.sim.state import (
@@ -75,73 +73,33 @@ def _mangling_args(self: Any) -> tuple:
     return f"{type(self).__name__}_{digest}", ()
 
 
-def _lend_attributes(typeclass: type) -> None:
-    """Attribute reads of ``typeclass`` (a structref type) in compiled code, with array
-    fields *lent*: the value read is the stored array without its meminfo, so neither
-    the read nor any use of it takes a reference count (an atomic increment and decrement
-    of the array's meminfo, a separate cache line, per read: some 5-10 % of the batched
-    env's kernel time). The payload still owns one reference to each array (taken by
-    :func:`packer`, given back by the structref's destructor), so a lent array lives as
-    long as the structref it was read from, whatever holds that structref (a proxy, a
-    typed list, another structref) and whether or not the arrays were replaced since.
-
-    Fields cannot be set in compiled code (no ``setattr``: replacing an array there
-    would free it under the lent copies); build a new structref instead, as
-    :func:`mirror` does. Non-array fields (nested structrefs, scalars) are read as
-    structref's own getter reads them."""
-
-    @infer_getattr
-    class _Attribute(AttributeTemplate):
-        key = typeclass
-
-        def generic_resolve(self, typ, attr):
-            return typ.field_dict.get(attr)
-
-    @lower_getattr_generic(typeclass)
-    def _getattr(context, builder, typ, val, attr):
-        utils = structref._Utils(context, builder, typ)
-        value = getattr(utils.get_data_struct(val), attr)
-        fieldtype = typ.field_dict[attr]
-        if isinstance(fieldtype, types.Array):
-            ary = context.make_array(fieldtype)(context, builder, value)
-            ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
-            return ary._getvalue()  # no meminfo: its reference counts are no-ops
-        return imputils.impl_ret_borrowed(context, builder, fieldtype, value)
-
-
 def struct_of(nt: type, module: str = __name__, name: str | None = None,
               lend: bool = False) -> type:
     """A structref proxy class (name ``<nt>K``, or ``name``) whose fields are those of the
     NamedTuple class ``nt``, in order; construct it in compiled code with ``<nt>K(*tuple)``
     or a :func:`packer`.
 
-    With ``lend``, compiled code reads its array fields without reference counts and
-    cannot set fields (see :func:`_lend_attributes`; for structrefs whose arrays are not
-    replaced while a kernel runs, i.e. all of this module's). The Numba type class is
-    ``<name>Type``; both are registered in ``module``'s globals under those names (the
-    on-disk cache finds them there)."""
+    With ``lend``, its :func:`packer` lends the array fields to compiled code (see there).
+    The Numba type class is ``<name>Type``; both are registered in ``module``'s globals
+    under those names (the on-disk cache finds them there)."""
     import sys
 
     name = name or nt.__name__ + "K"
-    typ = type(name + "Type", (types.StructRef,),
-               {"__module__": module, "preprocess_fields": _preprocess,
-                "mangling_args": property(_mangling_args)})
-    if lend:
-        default_manager.register(typ, models.StructRefModel)
-        _lend_attributes(typ)
-    else:
-        structref.register(typ)
+    typ = structref.register(type(name + "Type", (types.StructRef,),
+                                  {"__module__": module, "preprocess_fields": _preprocess,
+                                   "mangling_args": property(_mangling_args)}))
     proxy = type(name, (structref.StructRefProxy,),
                  {"__module__": module, "__doc__": f"Kernel-side mirror of :class:`{nt.__name__}`."})
     structref.define_proxy(proxy, typ, list(nt._fields))
     glb = vars(sys.modules[module])
     glb[name + "Type"] = typ
     glb[name] = proxy
-    _TYPES[proxy] = typ, list(nt._fields)
+    _TYPES[proxy] = typ, list(nt._fields), lend
     return proxy
 
 
-_TYPES: dict[type, tuple[type, list]] = {}
+_TYPES: dict[type, tuple[type, list, bool]] = {}
+_MEMINFO = types.MemInfoPointer(types.voidptr)
 
 
 def packer(proxy: type) -> Any:
@@ -151,12 +109,26 @@ def packer(proxy: type) -> Any:
     It does what ``proxy(*tup)`` does in compiled code (allocate the payload, store each
     field with one reference taken) without structref's generic constructor, which builds
     a star-args tuple and compiles one overload per type: about 1.2 s -> 0.7 s to compile
-    the mirror after install."""
-    typeclass, fields = _TYPES[proxy]
+    the mirror after install.
+
+    For a type made with ``lend``, the array fields are stored *lent*: without their
+    meminfo, so compiled code that reads them takes no reference count (Numba's
+    ``NRT_incref`` / ``NRT_decref`` return at once for a null meminfo; otherwise an atomic
+    increment and decrement of the meminfo, a separate cache line, on every array read in
+    every kernel: some 5-10 % of the batched env's kernel time). The references the
+    payload owns are kept in one more field, ``owner_`` (a tuple of the arrays' meminfos,
+    never read by kernels) and given back by the structref's destructor, so the arrays
+    live exactly as long as the structref, whatever holds it (a proxy, a typed list,
+    another structref), also after the state's arrays were replaced. The one rule: an
+    array read from it must not outlive it (kernels taking the mirror return scalars; a
+    kernel storing such an array elsewhere would store it without an owner)."""
+    typeclass, fields, lend = _TYPES[proxy]
 
     @intrinsic
     def pack(typingctx, tup):
-        inst_type = typeclass(list(zip(fields, tup.types)))
+        lent = [i for i, t in enumerate(tup.types) if lend and isinstance(t, types.Array)]
+        own_type = types.UniTuple(_MEMINFO, len(lent))
+        inst_type = typeclass(list(zip(fields, tup.types)) + ([("owner_", own_type)] if lent else []))
 
         def codegen(context, builder, sig, args):
             data_type = inst_type.get_data_type()
@@ -168,10 +140,18 @@ def packer(proxy: type) -> Any:
                                   alloc_type.as_pointer())
             builder.store(cgutils.get_null_value(alloc_type), ptr)
             data = cgutils.create_struct_proxy(data_type)(context, builder, ref=ptr)
+            owned = []
             for i, field in enumerate(fields):
                 value = builder.extract_value(args[0], i)
                 context.nrt.incref(builder, tup.types[i], value)
+                if i in lent:  # the reference goes to owner_, the field keeps no meminfo
+                    ary = context.make_array(tup.types[i])(context, builder, value)
+                    owned.append(ary.meminfo)
+                    ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
+                    value = ary._getvalue()
                 setattr(data, field, value)
+            if lent:
+                data.owner_ = context.make_tuple(builder, own_type, owned)
             inst = cgutils.create_struct_proxy(inst_type)(context, builder)
             inst.meminfo = meminfo
             return inst._getvalue()
@@ -181,8 +161,6 @@ def packer(proxy: type) -> Any:
     return pack
 
 
-# the state's arrays are lent to the kernels (no reference counts on reads): a simulator
-# replaces an array only by building a new state and a new mirror (grow_segments)
 JobArraysK = struct_of(JobArrays, lend=True)
 NodeArraysK = struct_of(NodeArrays, lend=True)
 OptionsK = struct_of(Options, lend=True)
