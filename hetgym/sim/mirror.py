@@ -115,13 +115,13 @@ def packer(proxy: type) -> Any:
     meminfo, so compiled code that reads them takes no reference count (Numba's
     ``NRT_incref`` / ``NRT_decref`` return at once for a null meminfo; otherwise an atomic
     increment and decrement of the meminfo, a separate cache line, on every array read in
-    every kernel: some 5-10 % of the batched env's kernel time). The references the
-    payload owns are kept in one more field, ``owner_`` (a tuple of the arrays' meminfos,
-    never read by kernels) and given back by the structref's destructor, so the arrays
-    live exactly as long as the structref, whatever holds it (a proxy, a typed list,
-    another structref), also after the state's arrays were replaced. The one rule: an
-    array read from it must not outlive it (kernels taking the mirror return scalars; a
-    kernel storing such an array elsewhere would store it without an owner)."""
+    every kernel: 4-7 % of the batched env's kernel time, A/B in BENCHMARKS.md). The
+    references the payload owns are kept in one more field, ``owner_`` (a tuple of the
+    arrays' meminfos, never read by kernels) and given back by the structref's destructor,
+    so the arrays live exactly as long as the structref, whatever holds it (a proxy, a
+    typed list, another structref), also after the state's arrays were replaced. The one
+    rule: an array read from it must not outlive it (kernels taking the mirror return
+    scalars; a kernel storing such an array elsewhere would store it without an owner)."""
     typeclass, fields, lend = _TYPES[proxy]
 
     @intrinsic
