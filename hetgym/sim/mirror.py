@@ -7,7 +7,10 @@ kernels take a mirror of the same arrays (no copies) built from Numba structrefs
 so reading ``P.jobs`` or ``S.run`` in compiled code costs one reference count,
 where a NamedTuple of NamedTuples increfs and decrefs every array it holds (15-25
 per sub-tuple; a 5-line loop over the running jobs cost 0.7-0.9 us that way), and
-Numba types and compiles one structref argument instead of some 80 arrays.
+Numba types and compiles one structref argument instead of some 80 arrays. Each
+structref owns its arrays (one reference each, like any Numba container) and lends
+them to the kernels: reading an array field takes no reference count at all (see
+:func:`packer`), and a mirror stays valid as long as anything holds it.
 
 The mirror shares the NamedTuples' arrays, so writes from either side are seen by
 the other; build it again (:func:`mirror`) whenever an array object of the state is
@@ -70,10 +73,13 @@ def _mangling_args(self: Any) -> tuple:
     return f"{type(self).__name__}_{digest}", ()
 
 
-def struct_of(nt: type, module: str = __name__, name: str | None = None) -> type:
+def struct_of(nt: type, module: str = __name__, name: str | None = None,
+              lend: bool = False) -> type:
     """A structref proxy class (name ``<nt>K``, or ``name``) whose fields are those of the
-    NamedTuple class ``nt``, in order; construct it in compiled code with ``<nt>K(*tuple)``.
+    NamedTuple class ``nt``, in order; construct it in compiled code with ``<nt>K(*tuple)``
+    or a :func:`packer`.
 
+    With ``lend``, its :func:`packer` lends the array fields to compiled code (see there).
     The Numba type class is ``<name>Type``; both are registered in ``module``'s globals
     under those names (the on-disk cache finds them there)."""
     import sys
@@ -88,11 +94,12 @@ def struct_of(nt: type, module: str = __name__, name: str | None = None) -> type
     glb = vars(sys.modules[module])
     glb[name + "Type"] = typ
     glb[name] = proxy
-    _TYPES[proxy] = typ, list(nt._fields)
+    _TYPES[proxy] = typ, list(nt._fields), lend
     return proxy
 
 
-_TYPES: dict[type, tuple[type, list]] = {}
+_TYPES: dict[type, tuple[type, list, bool]] = {}
+_MEMINFO = types.MemInfoPointer(types.voidptr)
 
 
 def packer(proxy: type) -> Any:
@@ -102,12 +109,26 @@ def packer(proxy: type) -> Any:
     It does what ``proxy(*tup)`` does in compiled code (allocate the payload, store each
     field with one reference taken) without structref's generic constructor, which builds
     a star-args tuple and compiles one overload per type: about 1.2 s -> 0.7 s to compile
-    the mirror after install."""
-    typeclass, fields = _TYPES[proxy]
+    the mirror after install.
+
+    For a type made with ``lend``, the array fields are stored *lent*: without their
+    meminfo, so compiled code that reads them takes no reference count (Numba's
+    ``NRT_incref`` / ``NRT_decref`` return at once for a null meminfo; otherwise an atomic
+    increment and decrement of the meminfo, a separate cache line, on every array read in
+    every kernel: 4-7 % of the batched env's kernel time, A/B in BENCHMARKS.md). The
+    references the payload owns are kept in one more field, ``owner_`` (a tuple of the
+    arrays' meminfos, never read by kernels) and given back by the structref's destructor,
+    so the arrays live exactly as long as the structref, whatever holds it (a proxy, a
+    typed list, another structref), also after the state's arrays were replaced. The one
+    rule: an array read from it must not outlive it (kernels taking the mirror return
+    scalars; a kernel storing such an array elsewhere would store it without an owner)."""
+    typeclass, fields, lend = _TYPES[proxy]
 
     @intrinsic
     def pack(typingctx, tup):
-        inst_type = typeclass(list(zip(fields, tup.types)))
+        lent = [i for i, t in enumerate(tup.types) if lend and isinstance(t, types.Array)]
+        own_type = types.UniTuple(_MEMINFO, len(lent))
+        inst_type = typeclass(list(zip(fields, tup.types)) + ([("owner_", own_type)] if lent else []))
 
         def codegen(context, builder, sig, args):
             data_type = inst_type.get_data_type()
@@ -119,10 +140,18 @@ def packer(proxy: type) -> Any:
                                   alloc_type.as_pointer())
             builder.store(cgutils.get_null_value(alloc_type), ptr)
             data = cgutils.create_struct_proxy(data_type)(context, builder, ref=ptr)
+            owned = []
             for i, field in enumerate(fields):
                 value = builder.extract_value(args[0], i)
                 context.nrt.incref(builder, tup.types[i], value)
+                if i in lent:  # the reference goes to owner_, the field keeps no meminfo
+                    ary = context.make_array(tup.types[i])(context, builder, value)
+                    owned.append(ary.meminfo)
+                    ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
+                    value = ary._getvalue()
                 setattr(data, field, value)
+            if lent:
+                data.owner_ = context.make_tuple(builder, own_type, owned)
             inst = cgutils.create_struct_proxy(inst_type)(context, builder)
             inst.meminfo = meminfo
             return inst._getvalue()
@@ -132,18 +161,18 @@ def packer(proxy: type) -> Any:
     return pack
 
 
-JobArraysK = struct_of(JobArrays)
-NodeArraysK = struct_of(NodeArrays)
-OptionsK = struct_of(Options)
-ParamsK = struct_of(Params)
+JobArraysK = struct_of(JobArrays, lend=True)
+NodeArraysK = struct_of(NodeArrays, lend=True)
+OptionsK = struct_of(Options, lend=True)
+ParamsK = struct_of(Params, lend=True)
 #: The same fields as :data:`ParamsK` under another Numba type, for runs without
 #: interference (``opts.interf_mode == 0``): the kernels compiled for it leave the
 #: interference chain out (see :mod:`hetgym.sim.interference`); chosen by :func:`mirror`.
-PlainParamsK = struct_of(Params, name="PlainParamsK")
-JobStateK = struct_of(JobState)
-NodeStateK = struct_of(NodeState)
-RunStateK = struct_of(RunState)
-StateK = struct_of(State)
+PlainParamsK = struct_of(Params, name="PlainParamsK", lend=True)
+JobStateK = struct_of(JobState, lend=True)
+NodeStateK = struct_of(NodeState, lend=True)
+RunStateK = struct_of(RunState, lend=True)
+StateK = struct_of(State, lend=True)
 
 
 _PLAIN_TYPE = _TYPES[PlainParamsK][0]

@@ -204,3 +204,62 @@ def test_sub_envs_observe_into_the_batch_rows() -> None:
     np.testing.assert_array_equal(outs[4][1], o)
     np.testing.assert_array_equal(outs[5][1], single.action_masks())
     assert not outs[4][0].any() and not outs[5][0].any()
+
+
+def test_batched_equals_single_envs_while_segment_logs_grow(monkeypatch) -> None:
+    """Segment logs that start with one row grow again and again during the batched run
+    (the simulator replaces its state's arrays and builds a new mirror; the batch's typed
+    list then points at the new one). The old arrays are poisoned as they are replaced, so
+    a kernel still reaching them through the batch gives other segments: trajectories,
+    segment logs and their sizes equal those of single envs."""
+    from hetgym.sim import engine
+    from hetgym.sim.engine import Simulator
+
+    real_new, real_grow = engine.new_state, Simulator.grow_segments
+    grown: list[int] = []
+
+    def tiny_log(params):
+        st = real_new(params)
+        return st._replace(run=st.run._replace(seg_i=np.zeros((1, 4), dtype=np.int64),
+                                               seg_f=np.zeros((1, 2))))
+
+    def grow(self):
+        old = self.state.run
+        real_grow(self)
+        old.seg_i.fill(-7)  # no kernel may log into (or read) the replaced arrays
+        old.seg_f.fill(np.nan)
+        grown.append(self.state.run.seg_i.shape[0])
+
+    monkeypatch.setattr(engine, "new_state", tiny_log)
+    monkeypatch.setattr(Simulator, "grow_segments", grow)
+    kwargs = {"scenario": "fitgpp-lab", "scenario_kwargs": {"n_jobs": 64}, "n_jobs": 16,
+              "window": 6, "preemption": True, "run_window": 4, "max_steps": 40}
+    n = 3
+    vec = HetClusterVecEnv(num_envs=n, parallel=False, **kwargs)
+    singles = [gym.make("HetCluster-v0", **kwargs).unwrapped for _ in range(n)]
+    vec.reset(seed=5)
+    for i, env in enumerate(singles):
+        env.reset(seed=5 + i)
+    rng = np.random.default_rng(5)
+    pending = [False] * n
+    for _ in range(120):
+        masks = vec.action_masks()
+        acts = np.array([_policy(rng, masks[i], 0.1) for i in range(n)])
+        obs, rew, term, trunc, _ = vec.step(acts)
+        for i, env in enumerate(singles):
+            if pending[i]:
+                o, _ = env.reset()
+                r, te, tr = 0.0, False, False
+                pending[i] = False
+            else:
+                o, r, te, tr, _ = env.step(int(acts[i]))
+                pending[i] = te or tr
+            assert (rew[i], term[i], trunc[i]) == (r, te, tr)
+            np.testing.assert_array_equal(obs[i], o)
+            if not pending[i]:
+                assert vec.envs[i].sim.segments == env.sim.segments
+                # grown as often: a batch still stepping a replaced (full) log would grow it
+                # again on every step
+                assert vec.envs[i].sim.state.run.seg_i.shape == env.sim.state.run.seg_i.shape
+    n_vec = sum(len(e.sim.segments) for e in vec.envs)
+    assert len(grown) >= 2 * n and n_vec >= 3  # logs grew in both kinds of env, runs logged

@@ -141,3 +141,49 @@ def test_structref_symbol_names_are_short_and_tell_layouts_apart():
             names.setdefault(base, set()).add(str(t))
     assert all(len(v) == 1 for v in names.values())  # one digest, one layout
     assert len(names) == 5  # the two params types, state, run state, job arrays
+
+
+def test_mirror_owns_its_arrays_and_outlives_its_simulator():
+    """The structrefs own their arrays (kernels read them lent, without reference counts):
+    a mirror held only in compiled containers, its simulator, proxies and NamedTuples gone,
+    still reads and writes the same arrays; once the last holder goes, nothing is left."""
+    import gc
+    import sys
+
+    from numba.core.runtime import _nrt_python, rtsys
+    from numba.typed import List
+
+    from hetgym.sim.mirror import mirror
+
+    mirror(*_toy_state())  # Numba's runtime started (it resets the counters when it starts)
+    stats_on = _nrt_python.memsys_stats_enabled()
+    _nrt_python.memsys_enable_stats()
+    gc.collect()
+    base = rtsys.get_allocation_stats()
+    sim = Simulator(scenarios.get("toy-3jobs"))
+    arrival, ctr = sim.params.jobs.arrival, sim.state.run.ctr
+    before = sys.getrefcount(arrival)
+    m = mirror(sim.params, sim.state)
+    assert sys.getrefcount(arrival) == before + 1  # the structref's own reference
+    held = List([m.P]), List([m.S])  # compiled containers; proxies made anew on reads
+    del sim, m
+    gc.collect()
+    first = float(arrival[0])
+    assert E.next_event_nb(held[0][0], held[1][0]) == first
+    arrival[0] = first - 1.0  # written from Python, read by a kernel through the list
+    assert E.next_event_nb(held[0][0], held[1][0]) == first - 1.0
+    arrival[0] = first
+    code, _, _ = E.step_nb(held[0][0], held[1][0])
+    assert code >= 0 and ctr[engine.CTR_ARR] >= 1  # the kernel wrote the state's own array
+    del held
+    gc.collect()
+    assert sys.getrefcount(arrival) == before - 2  # the simulator's two references gone too
+    end = rtsys.get_allocation_stats()
+    if not stats_on:
+        _nrt_python.memsys_disable_stats()
+    assert end.mi_alloc - end.mi_free == base.mi_alloc - base.mi_free  # no meminfo left
+
+
+def _toy_state():
+    sim = Simulator(scenarios.get("toy-3jobs"))
+    return sim.params, sim.state
