@@ -61,6 +61,7 @@ does the whole run; docs/agents.md has its results.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -257,12 +258,16 @@ def _finish_summary(sim: Simulator, sched: Any, decide_now: bool) -> dict[str, f
     return None if sim.n_done < sim.next_arrival else s
 
 
-def _finish(sim: Simulator, sched: Any, metric: Value, decide_now: bool) -> float:
-    s = _finish_summary(sim, sched, decide_now)
+def _value(s: dict[str, float] | None, metric: Value) -> float:
+    """``metric`` of a run's summary; ``inf`` for a run that left jobs (None) or a non-finite value."""
     if s is None:
         return math.inf
     v = float(s[metric] if isinstance(metric, str) else metric(s))
     return v if math.isfinite(v) else math.inf
+
+
+def _finish(sim: Simulator, sched: Any, metric: Value, decide_now: bool) -> float:
+    return _value(_finish_summary(sim, sched, decide_now), metric)
 
 
 def base_summary(sim: Simulator, sched: Any, myopic: bool = False) -> dict[str, float] | None:
@@ -276,8 +281,7 @@ def base_value(sim: Simulator, sched: Any, metric: Value = "avg_jct", myopic: bo
     """``metric`` (a summary column, or a function of the summary such as
     :meth:`ResidualConfig.value`) of the run that follows ``sched`` from now (on copies;
     ``myopic``: of the jobs arrived so far, :func:`copy_sim`)."""
-    s, b = copy_sim(sim, sched, myopic)
-    return _finish(s, b, metric, True)
+    return _value(base_summary(sim, sched, myopic), metric)
 
 
 def deviation_value(env: HetClusterEnv, sched: Any, action: int, metric: Value = "avg_jct",
@@ -408,15 +412,10 @@ class RolloutChooser:
     def __call__(self, sched: ResidualScheduler, obs: np.ndarray, mask: np.ndarray, base: np.ndarray,
                  cand: list[int]) -> int:
         metric, my, cons = sched.value, sched.cfg.myopic, sched.cfg.constraint
+        s0 = base_summary(sched.env.sim, sched.base, my)
         if my and cons is not None:  # the bound: the base's figure over the jobs arrived so far
-            s0 = base_summary(sched.env.sim, sched.base, myopic=True)
-            bound = math.inf if s0 is None else float(s0[cons])
-
-            def metric(s: dict[str, float]) -> float:
-                return sched.cfg.value(s, bound)
-            v0 = math.inf if s0 is None else metric(s0)
-        else:
-            v0 = base_value(sched.env.sim, sched.base, metric, my)
+            metric = functools.partial(sched.cfg.value, bound=math.inf if s0 is None else float(s0[cons]))
+        v0 = _value(s0, metric)
         q = np.array([deviation_value(sched.env, sched.base, a, metric, my) for a in cand])
         self.rollouts += 1 + len(cand)
         adv = np.full(len(mask), np.nan, dtype=np.float32)
@@ -480,26 +479,28 @@ def generate(windows: Sequence[Scenario], env_config: EnvConfig, cfg: ResidualCo
         out[i] = (rows, info)
         log(f"[residual] window {i}: {info}")
 
-    if workers > 1 and len(jobs) > 1:
-        import multiprocessing as mp
+    try:
+        if workers > 1 and len(jobs) > 1:
+            import multiprocessing as mp
 
-        take(*_gen_index(0))
-        with mp.get_context("fork").Pool(workers) as pool:  # the workers inherit _GEN
-            it = pool.imap(_gen_index, jobs[1:])
-            for _ in jobs[1:]:
-                left = None if time_budget_s is None else time_budget_s - (time.monotonic() - t0)
-                try:
-                    r = it.next(timeout=None if left is None else max(left, 0.0))
-                except mp.TimeoutError:
+            take(*_gen_index(0))
+            with mp.get_context("fork").Pool(workers) as pool:  # the workers inherit _GEN
+                it = pool.imap(_gen_index, jobs[1:])
+                for _ in jobs[1:]:
+                    left = None if time_budget_s is None else time_budget_s - (time.monotonic() - t0)
+                    try:
+                        r = it.next(timeout=None if left is None else max(left, 0.0))
+                    except mp.TimeoutError:
+                        break
+                    take(*r)
+                pool.terminate()
+        else:
+            for j in jobs:
+                if out and time_budget_s is not None and time.monotonic() - t0 > time_budget_s:
                     break
-                take(*r)
-            pool.terminate()
-    else:
-        for j in jobs:
-            if out and time_budget_s is not None and time.monotonic() - t0 > time_budget_s:
-                break
-            take(*_gen_index(j))
-    _GEN = None
+                take(*_gen_index(j))
+    finally:
+        _GEN = None
     if len(out) < len(jobs):
         log(f"[residual] time budget of {time_budget_s} s: {len(out)} of {len(jobs)} windows kept "
             f"(the first {len(out)}), {len(jobs) - len(out)} dropped")

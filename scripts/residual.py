@@ -210,14 +210,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     meta = {"command": "python scripts/residual.py " + " ".join(args), "machine": machine(),
             "config": OmegaConf.to_container(cfg, resolve=True)}
 
+    # the training windows (lazy: built where they run)
+    order = str(cfg.get("window_order") or "rows")
+    wins = train_windows(sp, int(env_config.n_jobs or 64), int(cfg.train_windows), cfg.get("first_windows"), order)
     # 1. data
     f_data = out / "data.npz"
     if f_data.is_file() and not bool(cfg.get("regen", False)):
         data = dict(np.load(f_data))
         print(f"[residual] data from {f_data}: {len(data['obs'])} states")
     else:
-        wins = train_windows(sp, int(env_config.n_jobs or 64), int(cfg.train_windows), cfg.get("first_windows"),
-                             str(cfg.get("window_order") or "rows"))
         t0 = time.monotonic()
         budget = cfg.get("time_budget_s")
         data, infos = R.generate(wins, env_config, rcfg, act=str(cfg.act), workers=int(cfg.workers),
@@ -229,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tj = np.array([i["teacher"] for i in infos])
         bj = np.array([i["base"] for i in infos])
         summary = {"windows": len(infos), "windows_asked": len(wins),
-                   "window_order": str(cfg.get("window_order") or "rows"),
+                   "window_order": order,
                    "first_rows": [int(x) for x in wins.starts[:len(infos)]], "states": len(data["obs"]), "wall_s": wall,
                    "workers": int(cfg.workers), "cpu_s": float(sum(i["cpu_s"] for i in infos)),
                    "teacher_mean": float(tj.mean()), "base_mean": float(bj.mean()),
@@ -257,10 +258,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"[residual] cross-validation runs from {f_cv}: {len(cv)}")
         else:
             t0 = time.monotonic()
-            wins = train_windows(sp, int(env_config.n_jobs or 64), int(cfg.train_windows), cfg.get("first_windows"),
-                             str(cfg.get("window_order") or "rows"))
-            wins = wins[:int(data["window"].max()) + 1]  # a data stage cut by its time budget kept a prefix
-            cv = cross_validate(data, len(wins), wins, n_folds, int(cfg.get("cv_every") or 1), fcfg, taus,
+            kept = wins[:int(data["window"].max()) + 1]  # a data stage cut by its time budget kept a prefix
+            cv = cross_validate(data, len(kept), kept, n_folds, int(cfg.get("cv_every") or 1), fcfg, taus,
                                 env_config, rcfg, workers=int(cfg.workers))
             _write(f_cv, cv.to_csv(index=False))
             print(f"[residual] cross-validation: {n_folds} folds, {cv.train_window.nunique()} windows "
