@@ -9,11 +9,14 @@ most 4 GPUs that Gavel measured on every type), simulates them with FIFO on a
 3 x 9 x 4-GPU cluster (V100, P100, K80) and prints the process's times. Wrap it in
 ``/usr/bin/time`` for the whole process, interpreter start included. With ``--env`` it
 does ``gym.make("HetCluster-v0")``, a reset and one step (the first feasible action)
-instead.
+instead. With ``--compiles`` it also prints each Numba compilation of the first simulate,
+longest first, with its own time (the time of the functions it compiled on the way taken
+out): where the time right after install goes.
 """
 
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 T0 = time.perf_counter()
@@ -40,14 +43,47 @@ import baselines
 import hetgym
 from hetgym.traces.gavel import packaged_gavel_dir
 
+
+def compile_recorder():
+    """A ``numba:compile`` listener (Numba imported only here) whose ``rows`` are (own seconds,
+    inclusive seconds, function) per compilation, nested compilations (callees typed on the
+    way) taken out of their caller's own time, and a context manager that installs it."""
+    from numba.core import event
+
+    class CompileTimes(event.Listener):
+        def __init__(self) -> None:
+            self.stack: list[list[float]] = []
+            self.rows: list[tuple[float, float, str]] = []
+
+        def on_start(self, ev) -> None:
+            self.stack.append([time.perf_counter(), 0.0])
+
+        def on_end(self, ev) -> None:
+            t0, inner = self.stack.pop()
+            total = time.perf_counter() - t0
+            if self.stack:
+                self.stack[-1][1] += total
+            f = ev.data["dispatcher"].py_func
+            self.rows.append((total - inner, total, f"{f.__module__}.{f.__qualname__}"))
+
+    rec = CompileTimes()
+    return rec, event.install_listener("numba:compile", rec)
+
+
 T1 = time.perf_counter()
 trace = packaged_gavel_dir() / "6c71a0.trace"
 sc = hetgym_scenario(trace, select_jobs(trace, 300, 4), {"v100": 36, "p100": 36, "k80": 36},
                      {"v100": 4, "p100": 4, "k80": 4})
 T2 = time.perf_counter()
-res = hetgym.simulate(sc, baselines.make("fifo"))
+rec, listening = compile_recorder() if "--compiles" in sys.argv[1:] else (None, nullcontext())
+with listening:
+    res = hetgym.simulate(sc, baselines.make("fifo"))
 T3 = time.perf_counter()
 res2 = hetgym.simulate(sc, baselines.make("fifo"))
 T4 = time.perf_counter()
 print(f"import {T1 - T0:.2f} s, load {T2 - T1:.2f} s, first simulate (incl. compile/cache load) "
       f"{T3 - T2:.2f} s, second simulate {T4 - T3:.3f} s, {len(sc.workload.frame)} jobs")
+if rec is not None:
+    print(f"{len(rec.rows)} compilations, {sum(r[0] for r in rec.rows):.2f} s (own time, longest first):")
+    for own, total, name in sorted(rec.rows, reverse=True):
+        print(f"  {own:6.2f} s own, {total:6.2f} s with callees  {name}")
