@@ -134,6 +134,14 @@ class ResidualConfig:
             does, and a rollout's value is over the jobs arrived so far; with a
             constraint, its bound is then the base's figure over the same jobs (the base's
             myopic rollout from that state), not the whole window's.
+        futures: K > 0: each rollout copy's not-yet-arrived jobs are replaced by a future
+            sampled from ``futures_family``'s training rows (:mod:`agents.futures`), K
+            futures per decision point shared by the base and every candidate; a value is
+            the mean over the K futures, each bounded (with a constraint) by the base's
+            figure in the same future. 0: the copies hold the window's real future.
+        futures_seed: Seed of the futures (with the window and the decision point).
+        futures_family: The family whose training rows the futures are drawn from
+            (``scripts/residual.py`` sets it to its family when ``futures`` > 0).
     """
 
     base: str = "allox"
@@ -147,9 +155,15 @@ class ResidualConfig:
     constraint: str | None = None
     penalty: float = 0.0
     myopic: bool = False
+    futures: int = 0
+    futures_seed: int = 0
+    futures_family: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "base_params", dict(self.base_params))
+        if self.futures < 0 or (self.futures and self.myopic):
+            raise ValueError(f"ResidualConfig: futures must be >= 0 and not with myopic, got "
+                             f"futures={self.futures}, myopic={self.myopic}")
 
     def make_base(self) -> Any:
         """A fresh base scheduler."""
@@ -234,15 +248,22 @@ def longest_remaining_preemption(env: HetClusterEnv, mask: np.ndarray) -> list[i
     return [env.n_start_actions + int(ok[int(np.argmax(rem))])]
 
 
-def copy_sim(sim: Simulator, sched: Any, myopic: bool = False) -> tuple[Simulator, Any]:
+Fill = Callable[["Simulator"], None]
+
+
+def copy_sim(sim: Simulator, sched: Any, myopic: bool = False, fill: Fill | None = None) -> tuple[Simulator, Any]:
     """Deep copies of ``sim`` and ``sched`` whose view reads the copied arrays
     (see :func:`agents.rollout.copy_env`). ``myopic``: in the copy, the jobs that have not
     arrived never arrive (arrival time ``inf``), so a run of it ends with the jobs arrived
-    so far, and its metrics (:func:`hetgym.metrics.summarize`, over finished jobs) are theirs."""
+    so far, and its metrics (:func:`hetgym.metrics.summarize`, over finished jobs) are theirs.
+    ``fill(copy)``: rewrites the copy's not-yet-arrived jobs before its view is made (a
+    sampled future, :meth:`agents.futures.FutureSource.fill`)."""
     s, b = copy.deepcopy((sim, sched))
-    s.view = s.view.__class__(s)
     if myopic:
         s.jobs.arrival[s.next_arrival:] = np.inf
+    if fill is not None:
+        fill(s)
+    s.view = s.view.__class__(s)
     return s, b
 
 
@@ -270,10 +291,10 @@ def _finish(sim: Simulator, sched: Any, metric: Value, decide_now: bool) -> floa
     return _value(_finish_summary(sim, sched, decide_now), metric)
 
 
-def base_summary(sim: Simulator, sched: Any, myopic: bool = False) -> dict[str, float] | None:
-    """The summary of the run that follows ``sched`` from now (as :func:`base_value`);
-    None when it leaves arrived jobs unfinished."""
-    s, b = copy_sim(sim, sched, myopic)
+def base_summary(sim: Simulator, sched: Any, myopic: bool = False, fill: Fill | None = None) -> dict[str, float] | None:
+    """The summary of the run that follows ``sched`` from now (as :func:`base_value`;
+    ``fill`` as :func:`copy_sim`); None when it leaves arrived jobs unfinished."""
+    s, b = copy_sim(sim, sched, myopic, fill)
     return _finish_summary(s, b, True)
 
 
@@ -285,10 +306,11 @@ def base_value(sim: Simulator, sched: Any, metric: Value = "avg_jct", myopic: bo
 
 
 def deviation_value(env: HetClusterEnv, sched: Any, action: int, metric: Value = "avg_jct",
-                    myopic: bool = False) -> float:
+                    myopic: bool = False, fill: Fill | None = None) -> float:
     """``metric`` (as :func:`base_value`) of the run that takes env ``action`` now (a start,
-    a preemption or "wait"), then follows ``sched`` (on copies of ``env``'s bound simulator)."""
-    s, b = copy_sim(env.sim, sched, myopic)
+    a preemption or "wait"), then follows ``sched`` (on copies of ``env``'s bound simulator;
+    ``fill`` as :func:`copy_sim`)."""
+    s, b = copy_sim(env.sim, sched, myopic, fill)
     kind, job, dev = env.decode(action)
     if kind == "wait":
         return _finish(s, b, metric, False)
@@ -392,32 +414,62 @@ class ResidualScheduler:
 class RolloutChooser:
     """The rollout teacher over the base's own run; records every state (module docstring).
 
+    With ``cfg.futures`` = K > 0 the values are means over K sampled futures
+    (:mod:`agents.futures`; the base and every candidate in the same K futures).
+
     Args:
         act: ``"teacher"`` (take the best candidate when it beats the base) or ``"base"``
             (record only; the run is the base's).
+        source: Where futures are drawn from (default: the training rows of
+            ``cfg.futures_family``, :func:`agents.futures.family_source`).
     """
 
     needs_bound = True  # ResidualScheduler.reset measures the constraint's bound for it
 
-    def __init__(self, act: str = "teacher") -> None:
+    def __init__(self, act: str = "teacher", source: Any = None) -> None:
         if act not in ("teacher", "base"):
             raise ValueError(f"RolloutChooser: act must be 'teacher' or 'base', got {act!r}")
         self.act = act
+        self.source = source
         self.rows: dict[str, list] = {k: [] for k in RECORD_KEYS if k != "window"}
         self.rollouts = 0
 
     def __repr__(self) -> str:
         return f"RolloutChooser(act={self.act!r})"
 
+    def fills(self, sched: ResidualScheduler) -> list[Fill | None]:
+        """The futures of this decision point: ``[None]`` (the copies' own future, or none
+        with ``myopic``; also when no job is left to arrive), else K fills of sampled futures."""
+        cfg, sim = sched.cfg, sched.env.sim
+        if not cfg.futures or sim.next_arrival >= sim.n_jobs:
+            return [None]
+        from agents import futures as F
+
+        if self.source is None:
+            if cfg.futures_family is None:
+                raise ValueError("RolloutChooser: futures > 0 needs futures_family (or a source)")
+            self.source = F.family_source(cfg.futures_family, sched.env_config.n_jobs or 64)
+        src, w = self.source, F.window_key(sim)
+        starts = [src.draw(sim, F.future_rng(cfg.futures_seed, w, sched.points, k)) for k in range(cfg.futures)]
+        return [functools.partial(src.fill, start=s) for s in starts]
+
+    def values(self, sched: ResidualScheduler, cand: list[int], fill: Fill | None) -> tuple[float, np.ndarray]:
+        """The base's value and each candidate's in one future (``fill``; None: the copies'
+        own). With ``myopic`` or a sampled future and a constraint, the bound is the base's
+        figure in the same run's jobs; else the window's (:attr:`ResidualScheduler.bound`)."""
+        metric, my, cons = sched.value, sched.cfg.myopic, sched.cfg.constraint
+        s0 = base_summary(sched.env.sim, sched.base, my, fill)
+        if (my or fill is not None) and cons is not None:
+            metric = functools.partial(sched.cfg.value, bound=math.inf if s0 is None else float(s0[cons]))
+        q = np.array([deviation_value(sched.env, sched.base, a, metric, my, fill) for a in cand])
+        self.rollouts += 1 + len(cand)
+        return _value(s0, metric), q
+
     def __call__(self, sched: ResidualScheduler, obs: np.ndarray, mask: np.ndarray, base: np.ndarray,
                  cand: list[int]) -> int:
-        metric, my, cons = sched.value, sched.cfg.myopic, sched.cfg.constraint
-        s0 = base_summary(sched.env.sim, sched.base, my)
-        if my and cons is not None:  # the bound: the base's figure over the jobs arrived so far
-            metric = functools.partial(sched.cfg.value, bound=math.inf if s0 is None else float(s0[cons]))
-        v0 = _value(s0, metric)
-        q = np.array([deviation_value(sched.env, sched.base, a, metric, my) for a in cand])
-        self.rollouts += 1 + len(cand)
+        vals = [self.values(sched, cand, f) for f in self.fills(sched)]
+        v0 = float(np.mean([v for v, _ in vals]))
+        q = np.mean([x for _, x in vals], axis=0)
         adv = np.full(len(mask), np.nan, dtype=np.float32)
         if math.isfinite(v0) and v0 > 0:
             adv[cand] = np.where(np.isfinite(q), (v0 - q) / v0, -1.0)

@@ -34,7 +34,11 @@ Stages (each writes into ``out_dir``):
    ``test.md``, ``test.json``,
    ``test_runs.csv``;
 6. **teacher** (``teacher_on=[val,test]``): the rollout teacher itself (search over the
-   base's own run, not learned) on those windows -> ``teacher_<part>.json``.
+   base's own run, not learned) on those windows -> ``teacher_<part>.json`` (with the
+   constraint's means); ``teacher_only=true`` runs this stage alone.
+
+``residual.futures=K`` (> 0) makes the teacher value each deviation over K futures sampled
+from the family's training rows (``agents.futures``) instead of the window's real future.
 
 ``key=value`` arguments override the config::
 
@@ -46,6 +50,7 @@ Stages (each writes into ``out_dir``):
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -201,8 +206,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     fam = str(cfg.family)
     metric, cons = FAMILY_METRIC[fam]
     env_config = EnvConfig.from_dict(card(str(cfg.env_from))["env"])
-    rcfg = R.ResidualConfig(**OmegaConf.to_container(cfg.residual, resolve=True), metric=metric,
-                            constraint=cons)
+    rargs = OmegaConf.to_container(cfg.residual, resolve=True)
+    if rargs.get("futures") and not rargs.get("futures_family"):
+        rargs["futures_family"] = fam  # the futures are drawn from this family's training rows
+    rcfg = R.ResidualConfig(**rargs, metric=metric, constraint=cons)
     fcfg = R.FitConfig(**{k: tuple(v) if k == "hidden" else v
                           for k, v in OmegaConf.to_container(cfg.fit, resolve=True).items()})
     sp = split(fam, window_jobs=int(env_config.n_jobs or 64))
@@ -210,6 +217,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     meta = {"command": "python scripts/residual.py " + " ".join(args), "machine": machine(),
             "config": OmegaConf.to_container(cfg, resolve=True)}
 
+    if bool(cfg.get("teacher_only", False)):
+        teacher_stage(cfg, sp, rcfg, env_config, out)
+        return 0
     # the training windows (lazy: built where they run)
     order = str(cfg.get("window_order") or "rows")
     wins = train_windows(sp, int(env_config.n_jobs or 64), int(cfg.train_windows), cfg.get("first_windows"), order)
@@ -329,19 +339,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         _write(out / "test.md", text)
         print(text)
     # 6. the rollout teacher itself (search, not learned) on validation / test windows
+    teacher_stage(cfg, sp, rcfg, env_config, out)
+    print(f"[residual] done in {time.monotonic() - t_all:.0f} s (load {os.getloadavg()})")
+    return 0
+
+
+def teacher_stage(cfg, sp, rcfg, env_config, out: Path) -> None:
+    """Stage 6: the rollout teacher itself on the parts ``cfg.teacher_on`` of split ``sp``
+    -> ``teacher_<part>.json`` (metric paired against the base, constraint means, CPU)."""
+    from agents import residual as R
+    from agents.pretrained import machine
+
+    cons = rcfg.constraint
     for part in [str(p) for p in cfg.get("teacher_on", [])]:
         t0 = time.monotonic()
         _, infos = R.generate(getattr(sp, part), env_config, rcfg, act="teacher", workers=int(cfg.workers))
         x = np.array([i["teacher"] for i in infos])
         y = np.array([i["base"] for i in infos])
         res = {"part": part, **paired(x, y), "wall_s": time.monotonic() - t0, "workers": int(cfg.workers),
-               "cpu_s": float(sum(i["cpu_s"] for i in infos)), "per_window": infos, "machine": machine()}
+               "cpu_s": float(sum(i["cpu_s"] for i in infos)), "per_window": infos, "machine": machine(),
+               "residual": dataclasses.asdict(rcfg), "command": "python scripts/residual.py " + " ".join(sys.argv[1:])}
+        if cons:
+            res.update({f"teacher_{cons}_mean": float(np.mean([i[f"teacher_{cons}"] for i in infos])),
+                        f"base_{cons}_mean": float(np.mean([i[f"base_{cons}"] for i in infos]))})
         _write(out / f"teacher_{part}.json", json.dumps(res, indent=1))
         print(f"[residual] teacher on {part}: {res['mean']:.5g} vs {rcfg.base} {res['base_mean']:.5g}, "
               f"paired {res['paired_diff']:+.4g} ± {res['paired_ci95']:.2g}, "
-              f"W/T/L {res['wins']}/{res['ties']}/{res['losses']}, {res['wall_s']:.0f} s")
-    print(f"[residual] done in {time.monotonic() - t_all:.0f} s (load {os.getloadavg()})")
-    return 0
+              f"W/T/L {res['wins']}/{res['ties']}/{res['losses']}, {res['wall_s']:.0f} s"
+              + (f"; {cons} {res[f'teacher_{cons}_mean']:.4g} vs {res[f'base_{cons}_mean']:.4g}" if cons else ""),
+              flush=True)
 
 
 if __name__ == "__main__":
