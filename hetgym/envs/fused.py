@@ -99,7 +99,7 @@ def update_mask_nb(P, S, EP, ES):
     # rows from the last call's window length on are False in mask2d and in mask (only this
     # function writes them, and each call leaves the rows past its window False): only the
     # rows of this window and of the last one are written again
-    n_rows = nq if nq > ES.nwin[0] else ES.nwin[0]
+    n_rows = nq if nq > ES.nwin[0] else ES.nwin[0]  # noqa: FURB136 (builtin max compiles an overload)
     mask_nb(ES.win, nq, n_rows, jobs, P.nodes, S.node, ES.mask2d)
     mask = ES.mask
     feasible = False

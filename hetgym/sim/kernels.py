@@ -497,7 +497,7 @@ def mask_fill_nb(window, n_win, n_rows, jobs, nodes, ns, out):
     tput, workers, cpus_need, mem = jobs.tput, jobs.workers, jobs.cpus_need, jobs.mem
     is_cpu, dev_start, by_dev = nodes.dev_is_cpu, nodes.dev_start, nodes.by_dev
     free_gpus, free_cpus, free_mem, free_dev = ns.free_gpus, ns.free_cpus, ns.free_mem, ns.free_dev
-    for k in range(n_rows if n_rows > n_win else n_win):
+    for k in range(n_rows if n_rows > n_win else n_win):  # noqa: FURB136 (builtin max compiles an overload)
         for c in range(n_dev):
             out[k, c] = False
     for k in range(n_win):
