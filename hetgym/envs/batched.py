@@ -63,6 +63,17 @@ def _observe_into(env: HetClusterEnv, obs: np.ndarray, mask: np.ndarray) -> None
     env._obs, env._mask = obs, mask
 
 
+def _slot_entry(slots: list[Any], i: int, key: tuple, dispatcher: Any, *args: Any) -> Any:
+    """``entry(dispatcher, *args)``, memoised in ``slots[i]`` as long as the objects in ``key``
+    (those that decide the arguments' Numba types) are the same objects as last time."""
+    last = slots[i]
+    if last is not None and all(a is b for a, b in zip(key, last[0])):
+        return last[1]
+    fn = entry(dispatcher, *args)
+    slots[i] = (key, fn)
+    return fn
+
+
 class HetClusterVecEnv(VectorEnv):
     """N ``HetCluster-v0`` envs stepped together (see the module docstring).
 
@@ -122,6 +133,7 @@ class HetClusterVecEnv(VectorEnv):
         self._max_steps = int(e0.max_steps)
         self._list: Any = None
         self._setters: list[Any] = [None] * n  # see _setter
+        self._resetters: list[Any] = [None] * n  # see _reset_one
         import numba
 
         threads = numba.config.NUMBA_NUM_THREADS > 1 and n >= 2
@@ -158,12 +170,7 @@ class HetClusterVecEnv(VectorEnv):
         env swaps simulators); resolved again only when the item's structref types or its
         env's parameter and state tuples are other objects than last time."""
         key = (item[0]._type, item[1]._type, item[2], item[3])
-        last = self._setters[i]
-        if last is not None and all(a is b for a, b in zip(key, last[0])):
-            return last[1]
-        fn = entry(set_batch_nb, self._list, i, item)
-        self._setters[i] = (key, fn)
-        return fn
+        return _slot_entry(self._setters, i, key, set_batch_nb, self._list, i, item)
 
     def _row(self, i: int) -> None:
         """Outputs of sub-env ``i`` after its action was carried out (compiled, one row)."""
@@ -205,8 +212,11 @@ class HetClusterVecEnv(VectorEnv):
         else:
             env._start_episode(rows, sim_seed)
         self._stuck[i] = env._stuck
-        reset_row_nb(i, env.sim.kS, env._es, self._steps, self._rew, self._terms, self._term,
-                     self._trunc, self._obs, self._mask, self._stat)
+        args = (i, env.sim.kS, env._es, self._steps, self._rew, self._terms, self._term,
+                self._trunc, self._obs, self._mask, self._stat)
+        # the entry point, not the dispatcher (which typed the NamedTuple on every call: 12 ->
+        # 3 us a reset), resolved again only for another state type or state tuple
+        _slot_entry(self._resetters, i, (args[1]._type, args[2]), reset_row_nb, *args)(*args)
         if self._list is not None:
             self._sync(i)
 

@@ -64,7 +64,10 @@ class EnvParams(NamedTuple):
 
 
 class EnvState(NamedTuple):
-    """Outputs and accumulators of the env kernels (allocated once per env)."""
+    """Outputs and accumulators of the env kernels (allocated once per env, zeroed).
+
+    Only :func:`update_mask_nb` writes ``win``, ``nwin``, ``mask2d`` and ``mask``; it relies
+    on rows ``nwin[0]`` on of ``mask2d`` (and their entries of ``mask``) being False."""
 
     win: np.ndarray      # int64[K], jobs of the job window
     rwin: np.ndarray     # int64[max(R, 1)], jobs of the running window
@@ -93,10 +96,14 @@ def update_mask_nb(P, S, EP, ES):
         if j >= 0:
             ES.win[nq] = j
             nq += 1
-    mask_nb(ES.win, nq, jobs, P.nodes, S.node, ES.mask2d)
+    # rows from the last call's window length on are False in mask2d and in mask (only this
+    # function writes them, and each call leaves the rows past its window False): only the
+    # rows of this window and of the last one are written again
+    n_rows = nq if nq > ES.nwin[0] else ES.nwin[0]  # noqa: FURB136 (builtin max compiles an overload)
+    mask_nb(ES.win, nq, n_rows, jobs, P.nodes, S.node, ES.mask2d)
     mask = ES.mask
     feasible = False
-    for k in range(k_n):
+    for k in range(n_rows):
         for c in range(c_n):
             m = ES.mask2d[k, c]
             mask[k * c_n + c] = m

@@ -477,23 +477,27 @@ def queue_compact_nb(run, qpos):
 
 # ------------------------------------------------------------------- mask
 @njit(cache=True, inline="always")
-def mask_nb(window, n_win, jobs, nodes, ns, out):
-    """Feasibility of starting window job k on device c, written to ``out[k, c]``.
+def mask_nb(window, n_win, n_rows, jobs, nodes, ns, out):
+    """Feasibility of starting window job k on device c, written to ``out[k, c]`` for the
+    ``n_win`` window jobs; rows ``n_win .. n_rows - 1`` are cleared, and rows from
+    ``max(n_win, n_rows)`` on are left as they are (the caller keeps them False: the env
+    passes the last call's ``n_win``, so a short window costs its own rows, not the
+    whole window's).
 
     A call of the compiled :func:`mask_fill_nb` (not inlined: the env's decision kernel
-    calls it at several sites), with ``n_win`` as a plain int64 so that a constant at a
-    call site does not compile it again."""
-    mask_fill_nb(window, np.int64(n_win), jobs, nodes, ns, out)
+    calls it at several sites), with ``n_win`` / ``n_rows`` as plain int64 so that a
+    constant at a call site does not compile it again."""
+    mask_fill_nb(window, np.int64(n_win), np.int64(n_rows), jobs, nodes, ns, out)
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
-def mask_fill_nb(window, n_win, jobs, nodes, ns, out):
+def mask_fill_nb(window, n_win, n_rows, jobs, nodes, ns, out):
     """The body of :func:`mask_nb`."""
     n_dev = out.shape[1]
     tput, workers, cpus_need, mem = jobs.tput, jobs.workers, jobs.cpus_need, jobs.mem
     is_cpu, dev_start, by_dev = nodes.dev_is_cpu, nodes.dev_start, nodes.by_dev
     free_gpus, free_cpus, free_mem, free_dev = ns.free_gpus, ns.free_cpus, ns.free_mem, ns.free_dev
-    for k in range(out.shape[0]):
+    for k in range(n_rows if n_rows > n_win else n_win):  # noqa: FURB136 (builtin max compiles an overload)
         for c in range(n_dev):
             out[k, c] = False
     for k in range(n_win):
