@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hetgym.sim.state import JobArrays, build_jobs, job_types
+from hetgym.sim.state import JobArrays, build_jobs, job_types, min_units
 
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.engine import Simulator
@@ -135,11 +135,9 @@ class FutureSource:
         if int(jb.user[m:].max()) >= len(sim.state.run.service):
             raise ValueError("FutureSource: a source job's user is not a user of the window")
         js.remaining[m:] = jb.work[m:]
-        unit = sim.params.min_unit  # least a worker takes of a CPU type: the new jobs count too
-        for c in np.flatnonzero(sim.nodes.dev_is_cpu):
-            need = jb.cpus_need[m:, c][jb.tput[m:, c] > 0]
-            if len(need):
-                unit[c] = min(unit[c], float(need.min()))
+        # the least a worker takes of each device type: the new jobs count too
+        unit = sim.params.min_unit
+        np.minimum(unit, min_units(JobArrays(*(a[m:] for a in jb)), sim.nodes.dev_is_cpu), out=unit)
 
     def _type_map(self, sim: Simulator) -> np.ndarray:
         """int64[T_source]: the window's type id of each source type name (cached per scenario)."""

@@ -218,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "config": OmegaConf.to_container(cfg, resolve=True)}
 
     if bool(cfg.get("teacher_only", False)):
-        teacher_stage(cfg, sp, rcfg, env_config, out)
+        teacher_stage(cfg, sp, rcfg, env_config, out, meta["command"])
         return 0
     # the training windows (lazy: built where they run)
     order = str(cfg.get("window_order") or "rows")
@@ -339,14 +339,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         _write(out / "test.md", text)
         print(text)
     # 6. the rollout teacher itself (search, not learned) on validation / test windows
-    teacher_stage(cfg, sp, rcfg, env_config, out)
+    teacher_stage(cfg, sp, rcfg, env_config, out, meta["command"])
     print(f"[residual] done in {time.monotonic() - t_all:.0f} s (load {os.getloadavg()})")
     return 0
 
 
-def teacher_stage(cfg, sp, rcfg, env_config, out: Path) -> None:
+def teacher_stage(cfg, sp, rcfg, env_config, out: Path, command: str) -> None:
     """Stage 6: the rollout teacher itself on the parts ``cfg.teacher_on`` of split ``sp``
-    -> ``teacher_<part>.json`` (metric paired against the base, constraint means, CPU)."""
+    -> ``teacher_<part>.json`` (metric paired against the base, constraint means, CPU;
+    ``command``: the run's command line, as in the other stages' records)."""
     from agents import residual as R
     from agents.pretrained import machine
 
@@ -358,7 +359,7 @@ def teacher_stage(cfg, sp, rcfg, env_config, out: Path) -> None:
         y = np.array([i["base"] for i in infos])
         res = {"part": part, **paired(x, y), "wall_s": time.monotonic() - t0, "workers": int(cfg.workers),
                "cpu_s": float(sum(i["cpu_s"] for i in infos)), "per_window": infos, "machine": machine(),
-               "residual": dataclasses.asdict(rcfg), "command": "python scripts/residual.py " + " ".join(sys.argv[1:])}
+               "residual": dataclasses.asdict(rcfg), "command": command}
         if cons:
             res.update({f"teacher_{cons}_mean": float(np.mean([i[f"teacher_{cons}"] for i in infos])),
                         f"base_{cons}_mean": float(np.mean([i[f"base_{cons}"] for i in infos]))})

@@ -31,7 +31,7 @@ from hetgym.sim.codes import PlacementPolicy
 
 __all__ = ["NodeArrays", "JobArrays", "Options", "Params", "JobState", "NodeState", "RunState",
            "State", "build_nodes", "build_jobs", "build_params", "new_state", "cut_window",
-           "best_durations", "gang_fits", "gang_slots", "max_copies", "node_names", "cluster_nodes", "refill",
+           "best_durations", "gang_fits", "gang_slots", "max_copies", "min_units", "node_names", "cluster_nodes", "refill",
            "CTR_ARR", "CTR_QHEAD", "CTR_QTAIL", "CTR_Q", "CTR_RUN", "CTR_DONE", "CTR_EV",
            "CTR_ERR", "CTR_SEG", "ACC_NOW", "ACC_ENERGY", "ACC_POWER", "ACC_ROUND", "ACC_WAKE"]
 
@@ -443,12 +443,19 @@ def build_params(scenario: Scenario, jobs: JobArrays, round_length: float | None
         interf_mode=2 if o.interference_table else (1 if o.interference_coeff > 0 else 0),
         interf_coeff=float(o.interference_coeff),
         interf_domain=0 if o.interference_domain == "socket" else 1)
-    unit = np.ones(len(nodes.dev_is_cpu))
-    for c in np.flatnonzero(nodes.dev_is_cpu):
+    return Params(jobs=jobs, nodes=nodes, opts=opts, min_unit=min_units(jobs, nodes.dev_is_cpu),
+                  itab=interference_matrix(scenario))
+
+
+def min_units(jobs: JobArrays, dev_is_cpu: np.ndarray) -> np.ndarray:
+    """float64[C] (:attr:`Params.min_unit`): the least a worker of ``jobs`` takes of each
+    device type's free capacity: 1 GPU on a GPU type; on a CPU type, the fewest cores any
+    job that runs there needs (``inf`` when none runs there)."""
+    unit = np.ones(len(dev_is_cpu))
+    for c in np.flatnonzero(dev_is_cpu):
         need = jobs.cpus_need[:, c][jobs.tput[:, c] > 0]
         unit[c] = float(need.min()) if len(need) else np.inf
-    return Params(jobs=jobs, nodes=nodes, opts=opts, min_unit=unit,
-                  itab=interference_matrix(scenario))
+    return unit
 
 
 def max_copies(option: int | None, jobs: JobArrays, nodes: NodeArrays) -> int:
