@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    p = subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
+    p = subprocess.run([sys.executable, *args], check=False, cwd=cwd, capture_output=True, text=True,
                        timeout=300)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     return p
@@ -110,8 +110,28 @@ def test_a_bad_seed_is_refused_by_name(tmp_path):
     """``seed=a`` used to fail inside the scenario's constructor ("invalid literal for int()"
     under ``full_key: scenario``); it is now refused first, naming the seed."""
     p = subprocess.run([sys.executable, str(ROOT / "scripts" / "compare.py"), "seed=a",
-                        f"out_root={tmp_path}"], cwd=tmp_path, capture_output=True, text=True,
+                        f"out_root={tmp_path}"], check=False, cwd=tmp_path, capture_output=True, text=True,
                        timeout=300)
     assert p.returncode != 0
     assert "seed must be an integer >= 0 (e.g. seed=0), got 'a'" in p.stderr
     assert not list(tmp_path.rglob("metrics.json"))
+
+
+def test_trajectory_digest_sees_a_changed_trajectory(tmp_path, capsys):
+    """scripts/trajectory_digest.py: the same run gives the same digest, a saved digest that
+    differs is reported (exit 1), and a different step count changes the digest."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("trajectory_digest", ROOT / "scripts" / "trajectory_digest.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.main(["--steps", "40", "--only", "default"]) == 0
+    first = capsys.readouterr().out.strip()
+    saved = tmp_path / "before.txt"
+    saved.write_text(first + "\n")
+    assert mod.main(["--steps", "40", "--only", "default", "--against", str(saved)]) == 0
+    assert capsys.readouterr().out.strip() == first
+    assert mod.main(["--steps", "41", "--only", "default", "--against", str(saved)]) == 1
+    assert "DIFFERS: default" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        mod.main(["--only", "no-such-config"])

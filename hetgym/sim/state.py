@@ -26,14 +26,46 @@ from typing import NamedTuple
 
 import numpy as np
 
-from hetgym.specs import ClusterSpec, Scenario
 from hetgym.sim.codes import PlacementPolicy
+from hetgym.specs import ClusterSpec, Scenario
 
-__all__ = ["NodeArrays", "JobArrays", "Options", "Params", "JobState", "NodeState", "RunState",
-           "State", "build_nodes", "build_jobs", "build_params", "new_state", "cut_window",
-           "best_durations", "gang_fits", "gang_slots", "max_copies", "min_units", "node_names", "cluster_nodes", "refill",
-           "CTR_ARR", "CTR_QHEAD", "CTR_QTAIL", "CTR_Q", "CTR_RUN", "CTR_DONE", "CTR_EV",
-           "CTR_ERR", "CTR_SEG", "ACC_NOW", "ACC_ENERGY", "ACC_POWER", "ACC_ROUND", "ACC_WAKE"]
+__all__ = [
+    "ACC_ENERGY",
+    "ACC_NOW",
+    "ACC_POWER",
+    "ACC_ROUND",
+    "ACC_WAKE",
+    "CTR_ARR",
+    "CTR_DONE",
+    "CTR_ERR",
+    "CTR_EV",
+    "CTR_Q",
+    "CTR_QHEAD",
+    "CTR_QTAIL",
+    "CTR_RUN",
+    "CTR_SEG",
+    "JobArrays",
+    "JobState",
+    "NodeArrays",
+    "NodeState",
+    "Options",
+    "Params",
+    "RunState",
+    "State",
+    "best_durations",
+    "build_jobs",
+    "build_nodes",
+    "build_params",
+    "cluster_nodes",
+    "cut_window",
+    "gang_fits",
+    "gang_slots",
+    "max_copies",
+    "min_units",
+    "new_state",
+    "node_names",
+    "refill",
+]
 
 # run.ctr (int64): next arrival, queue buffer head / tail, live queue length, running,
 # done, event instants, job of an error, segments logged
