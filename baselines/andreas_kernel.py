@@ -434,6 +434,34 @@ def _any_fits_nb(j, gmin, maxfree):
     return False
 
 
+@njit(cache=True)
+def _fits_now_nb(j, dl, dlen, cl, clen, cfg_cls, cfg_g, cfg_rc, fs, tb, cls_start, cls_nodes,
+                 node_free, node_rc, zero_rc):
+    """Whether some entry e of job row j has a node that can host it now (its GPUs, cores
+    and memory free in the plan, nothing held back), where no running job is re-planned
+    so that an iteration only takes from nodes: a node of ``fs[j, e]`` (those that could
+    at the start) the iteration has not touched (``tb``: bitsets of touched positions per
+    class) still can; a touched one is tested. False: steps (ii)-(v) would fail."""
+    ne = dlen[j] + clen[j]
+    for s in range(ne):
+        e = dl[j, s] if s < dlen[j] else cl[j, s - dlen[j]]
+        k = cfg_cls[j, e]
+        for w in range(tb.shape[1]):
+            if fs[j, e, w] & ~tb[k, w] != np.uint64(0):
+                return True
+    for s in range(ne):
+        e = dl[j, s] if s < dlen[j] else cl[j, s - dlen[j]]
+        k = cfg_cls[j, e]
+        for w in range(tb.shape[1]):
+            x = fs[j, e, w] & tb[k, w]
+            while x != np.uint64(0):
+                n = cls_nodes[cls_start[k] + w * 64 + _low_bit_nb(x)]
+                x &= x - np.uint64(1)
+                if node_free[n] >= cfg_g[j, e] and rc_fits_nb(node_rc, zero_rc, n, cfg_rc[j, e]):
+                    return True
+    return False
+
+
 @njit(cache=True, inline="always")
 def _closed_nb(maxfree, gall):
     """Whether no job of the call fits any node any more (``gall[k]``: fewest GPUs of any
@@ -461,7 +489,7 @@ def _iterations_nb(it0, it1, step, seed, best, prune, scale, scan, base_order, w
                    node_open0, first_t0, first_c0, cls_start, cls_nodes, cls_rate, now, alpha, beta,
                    thr_gt, thr_lt, thr_eq, res0, res_total0, cls_free0, maxfree0, pos, gmin, gall,
                    pj, npos, lbj, total_lb, cmin, e_lb0, node_free, node_open, first_t, first_c,
-                   node_res, cls_free, maxfree, ob, oc, ub, uc, plan_node, plan_cfg, scr, tn, tflag,
+                   node_res, cls_free, maxfree, ob, oc, ub, uc, plan_node, plan_cfg, scr, tn, tflag, tb,
                    placed, rn, zero, rcp, node_rc, res_rc, zero_rc, out_node, out_cfg):
     """Iterations ``it0``, ``it0`` + ``step``, ... below ``it1`` of Algorithm 1 (draws of iteration ``it`` from
     :func:`iter_key_nb` (seed, it); ``thr_*``: the swap probabilities as
@@ -482,6 +510,11 @@ def _iterations_nb(it0, it1, step, seed, best, prune, scale, scan, base_order, w
     best_it = -1
     cfg_rc, cur_rc, node_rc0, res_rc0, rc_all, fs, fit0 = rcp
     rcs = (cfg_rc, node_rc, rc_all, fs)
+    # no running job re-planned (pinned) and cores or memory can bind: a row that no node
+    # can host now is postponed at once (_fits_now_nb), exactly as steps (ii)-(v) would
+    sharp = not scan and not rc_all
+    for q in range(nj):
+        sharp = sharp and cur_node[base_order[q]] < 0
     for it in range(it0, it1, step):
         key = iter_key_nb(seed, it)
         bound = best if prune else np.inf
@@ -543,7 +576,9 @@ def _iterations_nb(it0, it1, step, seed, best, prune, scale, scan, base_order, w
                 nr += 1
                 if node_cls[c] == k and node_free[c] >= g and rc_fits_nb(node_rc, zero_rc, c, cfg_rc[j, e]):
                     n = c  # (i) stay (A-A5)
-            if n < 0 and not scan and not (fit0[j] and _any_fits_nb(j, gmin, maxfree)):
+            if n < 0 and not scan and not (fit0[j] and _any_fits_nb(j, gmin, maxfree) and (
+                    not sharp or _fits_now_nb(j, dl, dlen, cl, clen, cfg_cls, cfg_g, cfg_rc, fs, tb,
+                                              cls_start, cls_nodes, node_free, node_rc, zero_rc))):
                 # no entry fits any node of its class, held-back GPUs or not: steps
                 # (ii)-(v) would fail, and a failed binding draws nothing
                 f += pj[j]
@@ -579,6 +614,7 @@ def _iterations_nb(it0, it1, step, seed, best, prune, scale, scan, base_order, w
                 tflag[n] = True
                 tn[nt] = n
                 nt += 1
+                tb[k, pos[n] >> 6] |= np.uint64(1) << np.uint64(pos[n] & 63)
             e_lb -= _node_lb_nb(node_open[n], first_t[n], first_c[n], node_free[n], k, cmin)
             if node_open[n]:
                 _bucket_flip_nb(ob, oc, k, node_free[n], pos[n], False)
@@ -622,6 +658,7 @@ def _iterations_nb(it0, it1, step, seed, best, prune, scale, scan, base_order, w
             first_t[n] = first_t0[n]
             first_c[n] = first_c0[n]
             tflag[n] = False
+            tb[k, pos[n] >> 6] = np.uint64(0)
         for a in range(nr):
             node_res[rn[a]] = res0[rn[a]]
             res_rc[rn[a], 0] = res_rc0[rn[a], 0]
@@ -680,7 +717,10 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
     Cost: everything is allocated once per call (:func:`_problem_nb`, :func:`_run_nb`); an iteration costs O(jobs x G x words)
     (node buckets by free GPUs, :func:`_open_fit_nb`) while no GPU is held back for a
     running job, which is every iteration when no running job is re-planned, and restores
-    only the nodes it touched. ``scan=True`` does every binding step as a scan (and sort)
+    only the nodes it touched. Where no running job is re-planned and cores or memory can
+    bind, a job that no node can host any more is postponed without the binding steps
+    (:func:`_fits_now_nb`: its start nodes the iteration has not touched, then the touched
+    ones). ``scan=True`` does every binding step as a scan (and sort)
     of the class's nodes, without the shortcuts: the same draws and results, which
     ``tests/baselines/test_andreas_kernel.py`` checks.
     """
@@ -870,6 +910,7 @@ def _run_nb(it0, it1, step, seed, best, prune, scan, p, base_order, weight, dead
                           ub0.copy(), uc0.copy(), np.full(nrow, -1, dtype=np.int64),
                           np.full(nrow, -1, dtype=np.int64), np.empty(nn, dtype=np.int64),
                           np.empty(nn, dtype=np.int64), np.zeros(nn, dtype=np.bool_),
+                          np.zeros((cls_start.shape[0] - 1, ob0.shape[2]), dtype=np.uint64),
                           np.empty(max(nj, 1), dtype=np.int64), np.empty(max(nj, 1), dtype=np.int64),
                           np.zeros(nn, dtype=np.int64), rcp, node_rc0.copy(), res_rc0.copy(),
                           np.zeros((nn, 2)), out_node, out_cfg)
