@@ -119,6 +119,8 @@ class AndreasRG:
         o = view.options
         self._ckpt = float(o.checkpoint_interval) if o.checkpoint_unit == "work" else 0.0
         self._eur = eur_per_joule(view)
+        self._kmax = max(1, int(self.classes.gpus.sum()))  # config_table's width
+        self._wmax = max(1, int(self.classes.gpus.max(initial=0)))  # GPUs a plan gives a job, at most
         import numba
 
         from hetgym.autopar import KernelChooser, prefer_workqueue
@@ -151,7 +153,7 @@ class AndreasRG:
                               jb.min_workers, jb.max_workers, jb.cpus_need, jb.mem, jb.deadline,
                               jb.arrival, jb.weight, nd.gpus, nd.dev, ns.free_cpus, ns.free_mem,
                               cl.of_node, cl.dev, cl.gpus, cl.cpus, cl.mem, cl.idle_w, cl.gpu_w,
-                              cl.rate, self._ckpt, float(view.options.restart_delay), self._eur,
+                              cl.rate, self._kmax, self._ckpt, float(view.options.restart_delay), self._eur,
                               float(view.now), -1 if limit is None else int(limit), RUNNING, GRACE)
 
     def _plan_arrays(self, view: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int],
@@ -197,9 +199,11 @@ class AndreasRG:
         if not running and not outside:
             # nothing to preempt or move: the targets that fit their node start, in order
             # (plan_decisions' walk with nothing re-planned, in one compiled call)
+            if len(jobs) == 0:
+                return []
             sim = view.simulator
             ns = sim.ns
-            gpus = np.empty((len(jobs), max(1, int(gs.max(initial=0)))), dtype=np.int64)
+            gpus = np.empty((len(jobs), self._wmax), dtype=np.int64)
             ok = start_walk_nb(jobs, nodes, gs, ns.free_gpus, ns.free_cpus, ns.free_mem,
                                ns.gpu_owner, sim.nodes.gpus, sim.nodes.dev, sim.jobs.cpus_need,
                                sim.jobs.mem, gpus)

@@ -41,20 +41,21 @@ def _before_nb(a, b):
 def _key_less_nb(neg_delta, arrival, cand, r, s):
     """Whether row r comes before row s in the pressure order: ``-delta`` ascending, then
     arrival, then the job index (``np.lexsort((cand, arrival, -delta))``)."""
-    if neg_delta[r] != neg_delta[s] and not (np.isnan(neg_delta[r]) and np.isnan(neg_delta[s])):
-        return _before_nb(neg_delta[r], neg_delta[s])
-    if arrival[r] != arrival[s] and not (np.isnan(arrival[r]) and np.isnan(arrival[s])):
-        return _before_nb(arrival[r], arrival[s])
+    x, y = neg_delta[r], neg_delta[s]
+    if not (x == y or (np.isnan(x) and np.isnan(y))):
+        return _before_nb(x, y)
+    x, y = arrival[r], arrival[s]
+    if not (x == y or (np.isnan(x) and np.isnan(y))):
+        return _before_nb(x, y)
     return cand[r] < cand[s]
 
 
 @njit(cache=True)
-def _pressure_order_nb(rows, neg_delta, arrival, cand):
-    """``rows`` sorted by (``-delta``, arrival, job) ascending: a stable bottom-up merge sort
-    (the keys are distinct, since a job is one row)."""
-    n = rows.shape[0]
-    a = rows.copy()
-    b = np.empty_like(a)
+def _pressure_order_nb(a, b, neg_delta, arrival, cand):
+    """The rows ``a`` sorted by (``-delta``, arrival, job) ascending: a stable bottom-up merge
+    sort (the keys are distinct, since a job is one row), ``b`` its scratch (as long as a);
+    returns whichever of the two holds the sorted rows."""
+    n = a.shape[0]
     width = 1
     while width < n:
         for lo in range(0, n, 2 * width):
@@ -86,13 +87,14 @@ def _pressure_order_nb(rows, neg_delta, arrival, cand):
 def plan_tables_nb(run, queue, nworkers, status, worker_node, worker_gpu, finish, n_preempt,
                    remaining, first_start, grace, work, tput, scale_exp, min_w, max_w, cpus, mem,
                    deadline, arrival, weight, node_gpus, node_dev, free_cpus, free_mem, of_node,
-                   cls_dev, cls_gpus, cls_cpus, cls_mem, cls_idle, cls_gpu_w, cls_rate, ckpt,
+                   cls_dev, cls_gpus, cls_cpus, cls_mem, cls_idle, cls_gpu_w, cls_rate, kmax, ckpt,
                    restart_delay, eur_per_j, now, max_pre, code_running, code_grace):
     """The search's inputs at one decision point (module docstring).
 
     ``run``: the running jobs in start order, ``queue``: the waiting jobs in queue order
     (the simulator's); the job and node arrays are the simulator's; ``cls_*`` the node
-    classes' (:class:`~baselines.andreas_parts.NodeClasses`); ``max_pre``: the preemption
+    classes' (:class:`~baselines.andreas_parts.NodeClasses`), ``kmax`` = max(1, their GPUs
+    summed), the configuration table's width; ``max_pre``: the preemption
     limit (-1: none); ``code_*``: the status codes RUNNING and GRACE.
 
     Rows are the candidates ``cand``: the running jobs not pinned (start order), then the
@@ -105,6 +107,8 @@ def plan_tables_nb(run, queue, nworkers, status, worker_node, worker_gpu, finish
     clamped at 0.
     """
     nr = run.shape[0]
+    # allocations in six forms only (np.empty of int64 / float64 / bool, 1-D, 2-D, 3-D): each
+    # form of a NumPy allocation is a compilation of its own (a shorter cold start)
     node_r = np.empty(nr, np.int64)
     cls_r = np.empty(nr, np.int64)
     g_r = np.empty(nr, np.int64)
@@ -124,9 +128,26 @@ def plan_tables_nb(run, queue, nworkers, status, worker_node, worker_gpu, finish
     nq = queue.shape[0]
     nc = n_run + nq
     cand = np.empty(nc, np.int64)
-    cur = np.full(nc, -1, np.int64)
-    cur_cls = np.full(nc, -1, np.int64)
-    cur_g = np.full(nc, -1, np.int64)
+    cur = np.empty(nc, np.int64)
+    cur_cls = np.empty(nc, np.int64)
+    cur_g = np.empty(nc, np.int64)
+    out_cls = np.empty((nc, kmax), np.int64)
+    out_g = np.empty((nc, kmax), np.int64)
+    out_t = np.empty((nc, kmax), np.float64)
+    out_cost = np.empty((nc, kmax), np.float64)
+    dl = np.empty((nc, kmax), np.int64)
+    cl = np.empty((nc, kmax), np.int64)
+    dlen = np.empty(nc, np.int64)
+    clen = np.empty(nc, np.int64)
+    delta = np.empty(nc, np.float64)
+    mj = np.empty(nc, np.float64)
+    for r in range(nc):
+        cur[r] = cur_cls[r] = cur_g[r] = -1
+        dlen[r] = clen[r] = 0
+        delta[r] = mj[r] = 0.0
+        for e in range(kmax):
+            out_cls[r, e] = out_g[r, e] = dl[r, e] = cl[r, e] = 0
+            out_t[r, e] = out_cost[r, e] = 0.0
     r = 0
     for i in range(nr):
         if not bad[i]:
@@ -137,17 +158,6 @@ def plan_tables_nb(run, queue, nworkers, status, worker_node, worker_gpu, finish
             r += 1
     for i in range(nq):
         cand[n_run + i] = queue[i]
-    kmax = max(1, cls_gpus.sum())
-    out_cls = np.zeros((nc, kmax), np.int64)
-    out_g = np.zeros((nc, kmax), np.int64)
-    out_t = np.zeros((nc, kmax))
-    out_cost = np.zeros((nc, kmax))
-    dl = np.zeros((nc, kmax), np.int64)
-    dlen = np.zeros(nc, np.int64)
-    cl = np.zeros((nc, kmax), np.int64)
-    clen = np.zeros(nc, np.int64)
-    delta = np.zeros(nc)
-    mj = np.zeros(nc)
     if nc > 0:
         config_table_nb(cand, remaining, work, ckpt, first_start, restart_delay, tput, scale_exp,
                         min_w, max_w, cpus, mem, deadline, cur_cls, cur_g, cls_dev, cls_gpus,
@@ -187,11 +197,17 @@ def plan_tables_nb(run, queue, nworkers, status, worker_node, worker_gpu, finish
             outside[b] = cand[r]
             b += 1
     nn = node_gpus.shape[0]
-    free = node_gpus.astype(np.int64)
-    is_open = np.zeros(nn, np.bool_)
-    first_t = np.full(nn, np.inf)
-    first_c = np.zeros(nn)
-    t_left = np.empty(pinned.shape[0])
+    free = np.empty(nn, np.int64)
+    for n in range(nn):
+        free[n] = node_gpus[n]
+    is_open = np.empty(nn, np.bool_)
+    first_t = np.empty(nn, np.float64)
+    first_c = np.empty(nn, np.float64)
+    for n in range(nn):
+        is_open[n] = False
+        first_t[n] = np.inf
+        first_c[n] = 0.0
+    t_left = np.empty(pinned.shape[0], np.float64)
     for i in range(pinned.shape[0]):
         t_left[i] = finish[pinned[i]] - now
     pinned_nodes_nb(pinned, nworkers, worker_node, worker_gpu, t_left, of_node, cls_rate, free,
@@ -199,31 +215,35 @@ def plan_tables_nb(run, queue, nworkers, status, worker_node, worker_gpu, finish
     for r in range(nc):
         cur_g[r] = max(cur_g[r], 0)
     if n_rows == 0:
-        z = np.zeros((0, 2))
+        z = np.empty((0, 2), np.float64)
         return (cand, n_run, running, outside, rows, cur, cur_g, out_cls, out_g, out_t, dl, dlen,
-                cl, clen, mj, free, is_open, first_t, first_c, z, np.zeros((0, kmax, 2)), z,
-                np.zeros(0), np.zeros(0))
-    neg_delta = np.empty(nc)
-    arr_c = np.empty(nc)
-    weight_c = np.empty(nc)
-    deadline_c = np.empty(nc)
+                cl, clen, mj, free, is_open, first_t, first_c, z, np.empty((0, kmax, 2), np.float64),
+                z, np.empty(0, np.float64), np.empty(0, np.float64))
+    neg_delta = np.empty(nc, np.float64)
+    arr_c = np.empty(nc, np.float64)
+    weight_c = np.empty(nc, np.float64)
+    deadline_c = np.empty(nc, np.float64)
     for r in range(nc):
         neg_delta[r] = -delta[r]
         arr_c[r] = arrival[cand[r]]
         weight_c[r] = weight[cand[r]]
         deadline_c[r] = deadline[cand[r]]
-    base = _pressure_order_nb(rows, neg_delta, arr_c, cand)
-    cfg_rc = np.empty((nc, kmax, 2))
-    cur_rc = np.zeros((nc, 2))
+    srt = np.empty(n_rows, np.int64)
+    for i in range(n_rows):
+        srt[i] = rows[i]
+    base = _pressure_order_nb(srt, np.empty(n_rows, np.int64), neg_delta, arr_c, cand)
+    cfg_rc = np.empty((nc, kmax, 2), np.float64)
+    cur_rc = np.empty((nc, 2), np.float64)
     for r in range(nc):
         j = cand[r]
         for e in range(kmax):
             cfg_rc[r, e, 0] = out_g[r, e] * cpus[j, cls_dev[out_cls[r, e]]]
             cfg_rc[r, e, 1] = out_g[r, e] * mem[j]
+        cur_rc[r, 0] = cur_rc[r, 1] = 0.0
         if cur[r] >= 0:
             cur_rc[r, 0] = cur_g[r] * cpus[j, node_dev[cur[r]]]
             cur_rc[r, 1] = cur_g[r] * mem[j]
-    node_rc0 = np.empty((nn, 2))
+    node_rc0 = np.empty((nn, 2), np.float64)
     for n in range(nn):
         node_rc0[n, 0] = free_cpus[n]
         node_rc0[n, 1] = free_mem[n]
@@ -247,17 +267,25 @@ def start_walk_nb(jobs, nodes, gs, free_gpus, free_cpus, free_mem, gpu_owner, no
     ``out_gpus[i, :g]``). Returns a bool per job (``plan_decisions`` with nothing re-planned,
     and ``take_gpus``' arithmetic: per worker, its cores and memory taken off)."""
     nt = jobs.shape[0]
-    started = np.zeros(nt, np.bool_)
+    started = np.empty(nt, np.bool_)
     may = np.empty(nt, np.bool_)
     for i in range(nt):  # before any start, as may_fit
+        started[i] = False
         j, n, g = jobs[i], nodes[i], gs[i]
         d = node_dev[n]
         may[i] = (free_gpus[n] >= g and g * cpus[j, d] <= free_cpus[n] + EPS
                   and g * mem[j] <= free_mem[n] + EPS)
-    fg = free_gpus.copy()
-    fc = free_cpus.copy()
-    fm = free_mem.copy()
-    own = gpu_owner.copy()
+    nn, gm = gpu_owner.shape
+    fg = np.empty(nn, np.int64)
+    fc = np.empty(nn, np.float64)
+    fm = np.empty(nn, np.float64)
+    own = np.empty((nn, gm), np.int64)
+    for n in range(nn):
+        fg[n] = free_gpus[n]
+        fc[n] = free_cpus[n]
+        fm[n] = free_mem[n]
+        for q in range(gm):
+            own[n, q] = gpu_owner[n, q]
     for i in range(nt):
         j, n, g = jobs[i], nodes[i], gs[i]
         d = node_dev[n]
