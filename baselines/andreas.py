@@ -120,6 +120,7 @@ class AndreasRG:
         self._ckpt = float(o.checkpoint_interval) if o.checkpoint_unit == "work" else 0.0
         self._eur = eur_per_joule(view)
         self._kmax = max(1, int(self.classes.gpus.sum()))  # config_table's width
+        self._table_args: tuple | None = None
         self._wmax = max(1, int(self.classes.gpus.max(initial=0)))  # GPUs a plan gives a job, at most
         import numba
 
@@ -145,16 +146,21 @@ class AndreasRG:
     def _tables(self, view: Any) -> tuple:
         """:func:`~baselines.andreas_prep.plan_tables_nb` on the simulator's arrays now."""
         sim = view.simulator
-        jb, js, nd, ns, cl = sim.jobs, sim.js, sim.nodes, sim.ns, self.classes
-        limit = view.max_preemptions
-        return plan_tables_nb(sim.running_jobs(), sim.queued(), js.nworkers, js.status,
-                              js.worker_node, js.worker_gpu, js.finish, js.n_preempt, js.remaining,
-                              js.first_start, jb.grace, jb.work, jb.tput, jb.scale_exp,
-                              jb.min_workers, jb.max_workers, jb.cpus_need, jb.mem, jb.deadline,
-                              jb.arrival, jb.weight, nd.gpus, nd.dev, ns.free_cpus, ns.free_mem,
-                              cl.of_node, cl.dev, cl.gpus, cl.cpus, cl.mem, cl.idle_w, cl.gpu_w,
-                              cl.rate, self._kmax, self._ckpt, float(view.options.restart_delay), self._eur,
-                              float(view.now), -1 if limit is None else int(limit), RUNNING, GRACE)
+        args = self._table_args
+        if args is None or args[0] is not sim.js or args[1] is not sim.ns:
+            # the simulator's job and node state (fixed for a run, as the view's) and the
+            # static arguments, gathered once
+            jb, js, nd, ns, cl = sim.jobs, sim.js, sim.nodes, sim.ns, self.classes
+            limit = view.max_preemptions
+            lead = (js.nworkers, js.status, js.worker_node, js.worker_gpu, js.finish, js.n_preempt,
+                    js.remaining, js.first_start, jb.grace, jb.work, jb.tput, jb.scale_exp,
+                    jb.min_workers, jb.max_workers, jb.cpus_need, jb.mem, jb.deadline, jb.arrival,
+                    jb.weight, nd.gpus, nd.dev, ns.free_cpus, ns.free_mem, cl.of_node, cl.dev,
+                    cl.gpus, cl.cpus, cl.mem, cl.idle_w, cl.gpu_w, cl.rate, self._kmax, self._ckpt,
+                    float(view.options.restart_delay), self._eur)
+            tail = (-1 if limit is None else int(limit), RUNNING, GRACE)
+            args = self._table_args = (js, ns, lead, tail)
+        return plan_tables_nb(sim.running_jobs(), sim.queued(), *args[2], float(view.now), *args[3])
 
     def _plan_arrays(self, view: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int],
                                                 list[int], float]:
