@@ -144,23 +144,33 @@ class AndreasRG:
         return f
 
     def _tables(self, view: Any) -> tuple:
-        """:func:`~baselines.andreas_prep.plan_tables_nb` on the simulator's arrays now."""
-        sim = view.simulator
+        """:func:`~baselines.andreas_prep.plan_tables_nb` on the simulator's arrays now (a
+        view without a simulator: on copies of the view's)."""
+        sim = getattr(view, "simulator", None)
+        if sim is None:
+            st = _ViewState(view)
+            lead, tail = self._static_args(view, st, st, st)
+            return plan_tables_nb(_ints(view.running), _ints(view.queue), *lead, float(view.now), *tail)
         args = self._table_args
         if args is None or args[0] is not sim.js or args[1] is not sim.ns:
             # the simulator's job and node state (fixed for a run, as the view's) and the
             # static arguments, gathered once
-            jb, js, nd, ns, cl = sim.jobs, sim.js, sim.nodes, sim.ns, self.classes
-            limit = view.max_preemptions
-            lead = (js.nworkers, js.status, js.worker_node, js.worker_gpu, js.finish, js.n_preempt,
-                    js.remaining, js.first_start, jb.grace, jb.work, jb.tput, jb.scale_exp,
-                    jb.min_workers, jb.max_workers, jb.cpus_need, jb.mem, jb.deadline, jb.arrival,
-                    jb.weight, nd.gpus, nd.dev, ns.free_cpus, ns.free_mem, cl.of_node, cl.dev,
-                    cl.gpus, cl.cpus, cl.mem, cl.idle_w, cl.gpu_w, cl.rate, self._kmax, self._ckpt,
-                    float(view.options.restart_delay), self._eur)
-            tail = (-1 if limit is None else int(limit), RUNNING, GRACE)
-            args = self._table_args = (js, ns, lead, tail)
+            lead, tail = self._static_args(view, sim.js, sim.jobs, _NodeView(sim.nodes, sim.ns))
+            args = self._table_args = (sim.js, sim.ns, lead, tail)
         return plan_tables_nb(sim.running_jobs(), sim.queued(), *args[2], float(view.now), *args[3])
+
+    def _static_args(self, view: Any, js: Any, jb: Any, nodes: Any) -> tuple[tuple, tuple]:
+        """:func:`plan_tables_nb`'s arguments but the running jobs, the queue and the time:
+        job state ``js``, job arrays ``jb``, node arrays ``nodes`` (as a view names them)."""
+        cl = self.classes
+        limit = view.max_preemptions
+        lead = (js.nworkers, js.status, js.worker_node, js.worker_gpu, js.finish, js.n_preempt,
+                js.remaining, js.first_start, jb.grace, jb.work, jb.tput, jb.scale_exp,
+                jb.min_workers, jb.max_workers, jb.cpus_need, jb.mem, jb.deadline, jb.arrival,
+                jb.weight, nodes.node_gpus, nodes.node_device, nodes.free_cpus, nodes.free_mem,
+                cl.of_node, cl.dev, cl.gpus, cl.cpus, cl.mem, cl.idle_w, cl.gpu_w, cl.rate,
+                self._kmax, self._ckpt, float(view.options.restart_delay), self._eur)
+        return lead, (-1 if limit is None else int(limit), RUNNING, GRACE)
 
     def _plan_arrays(self, view: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int],
                                                 list[int], float]:
@@ -202,7 +212,7 @@ class AndreasRG:
     def decide(self, view: Any) -> list[Decision]:
         jobs, nodes, gs, running, outside, f = self._plan_arrays(view)
         self.last_objective = f
-        if not running and not outside:
+        if not running and not outside and getattr(view, "simulator", None) is not None:
             # nothing to preempt or move: the targets that fit their node start, in order
             # (plan_decisions' walk with nothing re-planned, in one compiled call)
             if len(jobs) == 0:
@@ -220,6 +230,40 @@ class AndreasRG:
         cap = view.capacity()
         out = plan_decisions(view, cap, targets, running)
         return out + start_outside_model(view, cap, outside)
+
+
+def _ints(a: Any) -> np.ndarray:
+    """A writable int64 copy (the compiled calls take the simulator's writable arrays)."""
+    return np.array(a, dtype=np.int64)
+
+
+def _floats(a: Any) -> np.ndarray:
+    """A writable float64 copy."""
+    return np.array(a, dtype=np.float64)
+
+
+class _NodeView:
+    """The simulator's node arrays under the view's names."""
+
+    def __init__(self, nd: Any, ns: Any) -> None:
+        self.node_gpus, self.node_device = nd.gpus, nd.dev
+        self.free_cpus, self.free_mem = ns.free_cpus, ns.free_mem
+
+
+class _ViewState:
+    """Copies of a view's arrays for :func:`plan_tables_nb`, for a view without a simulator
+    (the pure-Python reference simulator's): ``finish`` = each running job's expected end."""
+
+    def __init__(self, view: Any) -> None:
+        for name in ("nworkers", "status", "worker_node", "worker_gpu", "n_preempt", "min_workers",
+                     "max_workers", "node_gpus", "node_device"):
+            setattr(self, name, _ints(getattr(view, name)))
+        for name in ("remaining", "first_start", "grace", "work", "tput", "scale_exp", "cpus_need",
+                     "mem", "deadline", "arrival", "weight", "free_cpus", "free_mem"):
+            setattr(self, name, _floats(getattr(view, name)))
+        self.finish = np.full(len(self.status), np.inf)
+        for j in np.asarray(view.running).tolist():
+            self.finish[j] = view.expected_finish(j)
 
 
 class FirstPrinciple:
