@@ -69,18 +69,16 @@ from baselines.andreas_kernel import rg_search_nb, rg_search_par_nb
 from baselines.andreas_parts import (
     NodeClasses,
     config_table,
-    current_configs,
+    eur_per_joule,
     fits_node,
-    may_fit,
-    pinned_mask,
-    pinned_nodes,
     plan_decisions,
     relabel_nodes,
-    resource_table,
     start_outside_model,
     take_gpus,
 )
-from hetgym.decisions import Decision, Start
+from baselines.andreas_prep import plan_tables_nb, start_walk_nb
+from hetgym.decisions import Decision, Placement, Start
+from hetgym.sim.codes import GRACE, RUNNING
 
 __all__ = ["BASELINES", "AndreasRG", "FirstPrinciple"]
 
@@ -118,6 +116,12 @@ class AndreasRG:
 
     def reset(self, view: Any) -> None:
         self.classes = NodeClasses.of(view)
+        o = view.options
+        self._ckpt = float(o.checkpoint_interval) if o.checkpoint_unit == "work" else 0.0
+        self._eur = eur_per_joule(view)
+        self._kmax = max(1, int(self.classes.gpus.sum()))  # config_table's width
+        self._table_args: tuple | None = None
+        self._wmax = max(1, int(self.classes.gpus.max(initial=0)))  # GPUs a plan gives a job, at most
         import numba
 
         from hetgym.autopar import KernelChooser, prefer_workqueue
@@ -139,70 +143,127 @@ class AndreasRG:
             ch.record(k, perf_counter() - t)
         return f
 
-    def plan(self, view: Any) -> tuple[dict[int, tuple[int, int]], list[int], list[int], float]:
-        """The best plan now: ``({job: (node, g)}, replanned running jobs, waiting jobs
-        outside the model, f_OBJ)``."""
+    def _tables(self, view: Any) -> tuple:
+        """:func:`~baselines.andreas_prep.plan_tables_nb` on the simulator's arrays now (a
+        view without a simulator: on copies of the view's)."""
+        sim = getattr(view, "simulator", None)
+        if sim is None:
+            st = _ViewState(view)
+            lead, tail = self._static_args(view, st, st, st)
+            return plan_tables_nb(_ints(view.running), _ints(view.queue), *lead, float(view.now), *tail)
+        args = self._table_args
+        if args is None or args[0] is not sim.js or args[1] is not sim.ns:
+            # the simulator's job and node state (fixed for a run, as the view's) and the
+            # static arguments, gathered once
+            lead, tail = self._static_args(view, sim.js, sim.jobs, _NodeView(sim.nodes, sim.ns))
+            args = self._table_args = (sim.js, sim.ns, lead, tail)
+        return plan_tables_nb(sim.running_jobs(), sim.queued(), *args[2], float(view.now), *args[3])
+
+    def _static_args(self, view: Any, js: Any, jb: Any, nodes: Any) -> tuple[tuple, tuple]:
+        """:func:`plan_tables_nb`'s arguments but the running jobs, the queue and the time:
+        job state ``js``, job arrays ``jb``, node arrays ``nodes`` (as a view names them)."""
+        cl = self.classes
+        limit = view.max_preemptions
+        lead = (js.nworkers, js.status, js.worker_node, js.worker_gpu, js.finish, js.n_preempt,
+                js.remaining, js.first_start, jb.grace, jb.work, jb.tput, jb.scale_exp,
+                jb.min_workers, jb.max_workers, jb.cpus_need, jb.mem, jb.deadline, jb.arrival,
+                jb.weight, nodes.node_gpus, nodes.node_device, nodes.free_cpus, nodes.free_mem,
+                cl.of_node, cl.dev, cl.gpus, cl.cpus, cl.mem, cl.idle_w, cl.gpu_w, cl.rate,
+                self._kmax, self._ckpt, float(view.options.restart_delay), self._eur)
+        return lead, (-1 if limit is None else int(limit), RUNNING, GRACE)
+
+    def _plan_arrays(self, view: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int],
+                                                list[int], float]:
+        """:meth:`plan` as arrays: ``(jobs, nodes, gs, replanned running jobs, waiting jobs
+        outside the model, f_OBJ)``, the planned jobs in pressure order (the targets' order)."""
         seed = int(view.rng.integers(2**31 - 1))
         cl = self.classes
-        run = np.asarray(view.running, dtype=np.int64)
-        node_r, cls_r, g_r = current_configs(view, cl, run)
-        bad = pinned_mask(view, run, node_r)
-        pinned = run[bad].tolist()
-        keep = ~bad
-        running = run[keep].tolist()
-        queued = view.queue.tolist()
-        cand = np.asarray(running + queued, dtype=np.int64)
-        n_run = len(running)
-        n_q = len(queued)
-        cur = np.concatenate([node_r[keep], np.full(n_q, -1, dtype=np.int64)])
-        cur_cls = np.concatenate([cls_r[keep], np.full(n_q, -1, dtype=np.int64)])
-        cur_g = np.concatenate([g_r[keep], np.full(n_q, -1, dtype=np.int64)])
-        tab = config_table(view, cl, cand, (cur_cls, cur_g))
-        has = (tab.dlen + tab.clen) > 0
-        outside = cand[n_run:][~has[n_run:]].tolist()
-        stuck = cand[:n_run][~has[:n_run]].tolist()
-        if stuck:  # running jobs with no configuration left (cannot happen for ANDREAS jobs)
-            pinned += stuck
-            running = [j for j in running if j not in set(stuck)]
-        free, is_open, first_t, first_c = pinned_nodes(view, cl, pinned)
-        rows = np.flatnonzero(has)
-        if len(rows) == 0:
-            return {}, running, outside, 0.0
-        arrival = view.arrival[cand]
-        base = rows[np.lexsort((cand[rows], arrival[rows], -tab.delta[rows]))]
-        cur_g = np.maximum(cur_g, 0)
-        node_rc0, cfg_rc, cur_rc = resource_table(view, cl, tab, cur, cur_g, rows)
+        (cand, n_run, running, outside, base, cur, cur_g, cls, g, t, dl, dlen, ccl, clen, mj, free,
+         is_open, first_t, first_c, node_rc0, cfg_rc, cur_rc, weight, deadline) = self._tables(view)
+        running, outside = running.tolist(), outside.tolist()
+        if len(base) == 0:
+            e = np.empty(0, dtype=np.int64)
+            return e, e, e, running, outside, 0.0
         out_node = np.empty(len(cand), dtype=np.int64)
         out_cfg = np.empty(len(cand), dtype=np.int64)
-        f = self._search(base, np.ascontiguousarray(view.weight[cand]),
-                         np.ascontiguousarray(view.deadline[cand]), tab.cls, tab.g, tab.t, tab.dl,
-                         tab.dlen, tab.cl, tab.clen, tab.mj, cur, cur_g, cl.of_node, free, is_open, first_t,
-                         first_c, node_rc0, cfg_rc, cur_rc, cl.start, cl.nodes, cl.rate, float(view.now),
-                         self.round_length, float(self.rho), float(self.alpha), float(self.beta), float(self.pi),
+        f = self._search(base, weight, deadline, cls, g, t, dl, dlen, ccl, clen, mj, cur, cur_g,
+                         cl.of_node, free, is_open, first_t, first_c, node_rc0, cfg_rc, cur_rc,
+                         cl.start, cl.nodes, cl.rate, float(view.now), self.round_length,
+                         float(self.rho), float(self.alpha), float(self.beta), float(self.pi),
                          int(self.max_iter), seed, out_node, out_cfg, False, True)
         # scan=False, prune=True passed, not omitted: a call with omitted arguments takes
         # Numba's slow dispatch path (~0.4 ms per omitted argument, measured)
         sel = base[out_node[base] >= 0]  # planned rows, in pressure order
-        targets = dict(zip(cand[sel].tolist(),
-                           zip(out_node[sel].tolist(), tab.g[sel, out_cfg[sel]].tolist())))
+        jobs, nodes, gs = cand[sel], out_node[sel], g[sel, out_cfg[sel]]
         current = {int(cand[r]): (int(cur[r]), int(cur_g[r])) for r in range(n_run) if cur[r] >= 0}
-        rc = (dict(zip(cand[sel].tolist(), cfg_rc[sel, out_cfg[sel]])), node_rc0) if current else None
-        return relabel_nodes(targets, current, cl, free, rc), running, outside, float(f)
+        if current:  # re-planned running jobs: keep them where they are (same f_OBJ)
+            targets = dict(zip(jobs.tolist(), zip(nodes.tolist(), gs.tolist())))
+            rc = (dict(zip(jobs.tolist(), cfg_rc[sel, out_cfg[sel]])), node_rc0)
+            targets = relabel_nodes(targets, current, cl, free, rc)
+            nodes = np.fromiter((v[0] for v in targets.values()), dtype=np.int64, count=len(targets))
+        return jobs, nodes, gs, running, outside, float(f)
+
+    def plan(self, view: Any) -> tuple[dict[int, tuple[int, int]], list[int], list[int], float]:
+        """The best plan now: ``({job: (node, g)}, replanned running jobs, waiting jobs
+        outside the model, f_OBJ)``."""
+        jobs, nodes, gs, running, outside, f = self._plan_arrays(view)
+        return dict(zip(jobs.tolist(), zip(nodes.tolist(), gs.tolist()))), running, outside, f
 
     def decide(self, view: Any) -> list[Decision]:
-        targets, running, outside, f = self.plan(view)
+        jobs, nodes, gs, running, outside, f = self._plan_arrays(view)
         self.last_objective = f
-        sim = getattr(view, "simulator", None)
-        if not running and not outside and sim is not None:
-            # nothing to preempt or move: only the targets that fit their node now can
-            # start (plan_decisions would decide nothing else); often none does, and then
-            # the scratch capacity and the walk are skipped
-            ns = sim.ns
-            if not may_fit(view, ns.free_gpus, ns.free_cpus, ns.free_mem, targets).any():
+        if not running and not outside and getattr(view, "simulator", None) is not None:
+            # nothing to preempt or move: the targets that fit their node start, in order
+            # (plan_decisions' walk with nothing re-planned, in one compiled call)
+            if len(jobs) == 0:
                 return []
+            sim = view.simulator
+            ns = sim.ns
+            gpus = np.empty((len(jobs), self._wmax), dtype=np.int64)
+            ok = start_walk_nb(jobs, nodes, gs, ns.free_gpus, ns.free_cpus, ns.free_mem,
+                               ns.gpu_owner, sim.nodes.gpus, sim.nodes.dev, sim.jobs.cpus_need,
+                               sim.jobs.mem, gpus)
+            return [Start(j, None, Placement(np.full(k, n, dtype=np.int64), gpus[i, :k].copy()))
+                    for i, j, n, k in zip(np.flatnonzero(ok).tolist(), jobs[ok].tolist(),
+                                          nodes[ok].tolist(), gs[ok].tolist())]
+        targets = dict(zip(jobs.tolist(), zip(nodes.tolist(), gs.tolist())))
         cap = view.capacity()
         out = plan_decisions(view, cap, targets, running)
         return out + start_outside_model(view, cap, outside)
+
+
+def _ints(a: Any) -> np.ndarray:
+    """A writable int64 copy (the compiled calls take the simulator's writable arrays)."""
+    return np.array(a, dtype=np.int64)
+
+
+def _floats(a: Any) -> np.ndarray:
+    """A writable float64 copy."""
+    return np.array(a, dtype=np.float64)
+
+
+class _NodeView:
+    """The simulator's node arrays under the view's names."""
+
+    def __init__(self, nd: Any, ns: Any) -> None:
+        self.node_gpus, self.node_device = nd.gpus, nd.dev
+        self.free_cpus, self.free_mem = ns.free_cpus, ns.free_mem
+
+
+class _ViewState:
+    """Copies of a view's arrays for :func:`plan_tables_nb`, for a view without a simulator
+    (the pure-Python reference simulator's): ``finish`` = each running job's expected end."""
+
+    def __init__(self, view: Any) -> None:
+        for name in ("nworkers", "status", "worker_node", "worker_gpu", "n_preempt", "min_workers",
+                     "max_workers", "node_gpus", "node_device"):
+            setattr(self, name, _ints(getattr(view, name)))
+        for name in ("remaining", "first_start", "grace", "work", "tput", "scale_exp", "cpus_need",
+                     "mem", "deadline", "arrival", "weight", "free_cpus", "free_mem"):
+            setattr(self, name, _floats(getattr(view, name)))
+        self.finish = np.full(len(self.status), np.inf)
+        for j in np.asarray(view.running).tolist():
+            self.finish[j] = view.expected_finish(j)
 
 
 class FirstPrinciple:

@@ -46,12 +46,12 @@ def searching_with(search):
     or threaded."""
 
     class RG(AndreasRG):
-        def plan(self, view):
+        def _plan_arrays(self, view):  # what plan and decide both call
             saved = andreas_mod.rg_search_nb, andreas_mod.rg_search_par_nb
             andreas_mod.rg_search_nb = search
             andreas_mod.rg_search_par_nb = lambda *args: search(*args[:-1])  # without chunks
             try:
-                return super().plan(view)
+                return super()._plan_arrays(view)
             finally:
                 andreas_mod.rg_search_nb, andreas_mod.rg_search_par_nb = saved
 
