@@ -171,7 +171,7 @@ def observe_nb(P, S, EP, ES):
         for c in range(c_n):
             if jobs.holdable[j, c]:
                 d = duration_nb(rem, w, jobs.tput[j, c], e)
-                if d < best:
+                if d < best:  # noqa: PLR1730 (builtin min compiles an overload)
                     best = d
                 if jobs.tput[j, c] > 0:
                     out[b + 6 + c] = _sq(d, ts)
