@@ -107,25 +107,27 @@ def _sq(x, s):
 
 
 @njit(cache=True)
-def _socket_features_nb(c, nodes, ns):
-    """(fully free sockets, shared busy sockets) as fractions, over the nodes of type ``c``."""
+def _socket_features_nb(c, dev_start, by_dev, gpus, sockets, socket, gpu_owner):
+    """(fully free sockets, shared busy sockets) as fractions, over the nodes of type ``c``
+    (given the arrays of :class:`~hetgym.sim.state.NodeArrays` / ``NodeState`` it reads:
+    fewer instructions per observation than the two NamedTuples, by callgrind)."""
     n_sock = 0
     n_free = 0
     n_busy = 0
     n_shared = 0
-    for i in range(nodes.dev_start[c], nodes.dev_start[c + 1]):
-        n = nodes.by_dev[i]
-        g_n = nodes.gpus[n]
-        for s in range(nodes.sockets[n]):
+    for i in range(dev_start[c], dev_start[c + 1]):
+        n = by_dev[i]
+        g_n = gpus[n]
+        for s in range(sockets[n]):
             total = 0
             busy = 0
             first = -1
             shared = False
             for g in range(g_n):
-                if nodes.socket[n, g] != s:
+                if socket[n, g] != s:
                     continue
                 total += 1
-                o = ns.gpu_owner[n, g]
+                o = gpu_owner[n, g]
                 if o >= 0:
                     busy += 1
                     if first < 0:
@@ -163,7 +165,18 @@ def observe_nb(P, S, EP, ES):
         b = k * f
         w = jobs.workers[j]
         rem = js.remaining[j]
-        best = best_duration_nb(rem, j, jobs, e)
+        # each type's duration once: for the job's best (best_duration_nb's loop: the
+        # fastest type that can hold its gang) and for its own feature
+        best = np.inf
+        for c in range(c_n):
+            if jobs.holdable[j, c]:
+                d = duration_nb(rem, w, jobs.tput[j, c], e)
+                if d < best:  # noqa: PLR1730 (builtin min compiles an overload)
+                    best = d
+                if jobs.tput[j, c] > 0:
+                    out[b + 6 + c] = _sq(d, ts)
+                    continue
+            out[b + 6 + c] = -1.0
         out[b] = 1.0
         out[b + 1] = _sq(now - jobs.arrival[j], ts)
         out[b + 2] = _sq(best, ts)
@@ -173,11 +186,6 @@ def observe_nb(P, S, EP, ES):
             out[b + 5] = 1.0
         else:
             out[b + 5] = np.tanh((jobs.deadline[j] - now - best) / ts)
-        for c in range(c_n):
-            if jobs.tput[j, c] > 0 and jobs.holdable[j, c]:
-                out[b + 6 + c] = _sq(duration_nb(rem, w, jobs.tput[j, c], e), ts)
-            else:
-                out[b + 6 + c] = -1.0
     b0 = k_n * f
     pressure = ES.scratch
     pressure[:] = 0.0
@@ -191,15 +199,18 @@ def observe_nb(P, S, EP, ES):
             if jobs.tput[j, c] > jobs.tput[j, bc]:
                 bc = c
         pressure[bc] += jobs.workers[j]
-    free_dev = S.node.free_dev
+    nodes, ns = P.nodes, S.node
+    free_dev = ns.free_dev
     for c in range(c_n):
         b = b0 + c * 5
         cap = EP.cap_dev[c]
         out[b] = free_dev[c] / cap if cap > 0 else 0.0
         out[b + 1] = cap / EP.max_cap
         out[b + 2] = _sq(pressure[c] / max(cap, 1.0), 1.0)
-        if not P.nodes.dev_is_cpu[c]:
-            out[b + 3], out[b + 4] = _socket_features_nb(c, P.nodes, S.node)
+        if not nodes.dev_is_cpu[c]:
+            out[b + 3], out[b + 4] = _socket_features_nb(c, nodes.dev_start, nodes.by_dev,
+                                                         nodes.gpus, nodes.sockets, nodes.socket,
+                                                         ns.gpu_owner)
     b0 += c_n * 5
     lim = float(P.opts.limit) if P.opts.limit >= 0 else 1.0
     for r in range(ES.nwin[1]):

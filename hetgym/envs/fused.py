@@ -30,7 +30,7 @@ from hetgym.sim.state import (
     CTR_RUN,
 )
 
-__all__ = ["EnvParams", "EnvState", "accrue_nb", "accrue_step_nb", "decide_point_nb", "update_mask_nb", "refresh_nb",
+__all__ = ["EnvParams", "EnvState", "accrue_nb", "accrue_step_nb", "decide_point_nb", "update_mask_nb", "window_mask_nb", "refresh_nb",
            "start_and_decide_nb", "act_nb", "step_reward_nb", "step_batch_nb", "step_batch_par_nb", "finish_row_nb",
            "new_batch_nb", "set_batch_nb", "reset_row_nb", "write_row_nb",
            "REW_JCT", "REW_SLOWDOWN", "REW_MAKESPAN", "REW_TARDINESS", "REW_INV_BEST",
@@ -66,8 +66,9 @@ class EnvParams(NamedTuple):
 class EnvState(NamedTuple):
     """Outputs and accumulators of the env kernels (allocated once per env, zeroed).
 
-    Only :func:`update_mask_nb` writes ``win``, ``nwin``, ``mask2d`` and ``mask``; it relies
-    on rows ``nwin[0]`` on of ``mask2d`` (and their entries of ``mask``) being False."""
+    Only :func:`update_mask_nb` (:func:`window_mask_nb`) writes ``win``, ``nwin``, ``mask2d``
+    and ``mask``; it relies on rows ``nwin[0]`` on of ``mask2d`` (and their entries of
+    ``mask``) being False."""
 
     win: np.ndarray      # int64[K], jobs of the job window
     rwin: np.ndarray     # int64[max(R, 1)], jobs of the running window
@@ -82,9 +83,17 @@ class EnvState(NamedTuple):
 @njit(cache=True, inline="always")
 def update_mask_nb(P, S, EP, ES):
     """Fill the job window, running window and action mask; True if any start/preempt is feasible."""
+    return window_mask_nb(P, S, EP.run_window, ES.win, ES.rwin, ES.nwin, ES.mask2d, ES.mask)
+
+
+@njit(cache=True, inline="always")
+def window_mask_nb(P, S, run_window, win, rwin, nwin, mask2d, mask):
+    """:func:`update_mask_nb` on the entries of ``EP`` / ``ES`` it uses; the env kernels call
+    this form (each array handed to an inlined function costs a reference count increment
+    and decrement per call: ``EP`` and ``ES`` hold 12 arrays, this takes 5)."""
     jobs, js, run = P.jobs, S.job, S.run
     ctr = run.ctr
-    k_n = ES.win.shape[0]
+    k_n = win.shape[0]
     c_n = jobs.tput.shape[1]
     if (ctr[CTR_QTAIL] - ctr[CTR_QHEAD]) > 2 * ctr[CTR_Q]:
         queue_compact_nb(run, js.qpos)
@@ -94,18 +103,17 @@ def update_mask_nb(P, S, EP, ES):
             break
         j = run.queue[i]
         if j >= 0:
-            ES.win[nq] = j
+            win[nq] = j
             nq += 1
     # rows from the last call's window length on are False in mask2d and in mask (only this
     # function writes them, and each call leaves the rows past its window False): only the
     # rows of this window and of the last one are written again
-    n_rows = nq if nq > ES.nwin[0] else ES.nwin[0]  # noqa: FURB136 (builtin max compiles an overload)
-    mask_nb(ES.win, nq, n_rows, jobs, P.nodes, S.node, ES.mask2d)
-    mask = ES.mask
+    n_rows = nq if nq > nwin[0] else nwin[0]  # noqa: FURB136 (builtin max compiles an overload)
+    mask_nb(win, nq, n_rows, jobs, P.nodes, S.node, mask2d)
     feasible = False
     for k in range(n_rows):
         for c in range(c_n):
-            m = ES.mask2d[k, c]
+            m = mask2d[k, c]
             mask[k * c_n + c] = m
             if m:
                 feasible = True
@@ -113,23 +121,23 @@ def update_mask_nb(P, S, EP, ES):
     r = 0
     limit = P.opts.limit
     for i in range(ctr[CTR_RUN]):
-        if r == EP.run_window:
+        if r == run_window:
             break
         j = run.running[i]
         if jobs.job_class[j] == 0 and js.status[j] == RUNNING and (limit < 0 or js.n_preempt[j] < limit):
-            ES.rwin[r] = j
+            rwin[r] = j
             mask[base + r] = True
             r += 1
             feasible = True
-    for q in range(r, EP.run_window):
+    for q in range(r, run_window):
         mask[base + q] = False
     # waiting is feasible unless nothing could ever happen after it: nothing runs, every
     # job has arrived, and a start is possible (else "wait" would end the episode early
     # with the waiting jobs' JCT never counted)
-    mask[base + EP.run_window] = not (feasible and ctr[CTR_RUN] == 0
+    mask[base + run_window] = not (feasible and ctr[CTR_RUN] == 0
                                       and ctr[CTR_ARR] == jobs.arrival.shape[0])
-    ES.nwin[0] = nq
-    ES.nwin[1] = r
+    nwin[0] = nq
+    nwin[1] = r
     return feasible
 
 
@@ -179,7 +187,8 @@ def decide_point_nb(force, P, S, EP, ES):
     rew = ES.rew
     n_jobs = jobs.arrival.shape[0]
     if not force:
-        if update_mask_nb(P, S, EP, ES) or ctr[CTR_DONE] == n_jobs:
+        if (window_mask_nb(P, S, EP.run_window, ES.win, ES.rwin, ES.nwin, ES.mask2d, ES.mask)
+                or ctr[CTR_DONE] == n_jobs):
             observe_nb(P, S, EP, ES)
             return 1
     while True:
@@ -191,7 +200,7 @@ def decide_point_nb(force, P, S, EP, ES):
             return code
         accrue_nb(rew, EP.inv_best, EP.scale, jobs.deadline, jobs.weight, run.out_done, nd,
                   t0, acc[ACC_NOW], arrived, ctr[CTR_ARR], done)
-        feasible = update_mask_nb(P, S, EP, ES)
+        feasible = window_mask_nb(P, S, EP.run_window, ES.win, ES.rwin, ES.nwin, ES.mask2d, ES.mask)
         if code == STEP_NONE:
             observe_nb(P, S, EP, ES)
             return 1 if ctr[CTR_DONE] == n_jobs else 0
@@ -204,7 +213,7 @@ def decide_point_nb(force, P, S, EP, ES):
 def refresh_nb(P, S, EP, ES):
     """Window, mask and observation of the current state, advancing nothing; True if a
     start or preemption is feasible."""
-    feasible = update_mask_nb(P, S, EP, ES)
+    feasible = window_mask_nb(P, S, EP.run_window, ES.win, ES.rwin, ES.nwin, ES.mask2d, ES.mask)
     observe_nb(P, S, EP, ES)
     return feasible
 

@@ -34,24 +34,32 @@ SCR_SLOTS, SCR_TAKE, SCR_ORDER = 0, 1, 2
 
 
 @njit(cache=True, inline="always")
-def node_slots_nb(n, is_cpu, cpus, mem, free_gpus, free_cpus, free_mem):
-    """How many workers (each: 1 GPU unless ``is_cpu``, ``cpus`` cores, ``mem`` GB) fit on
-    node n, from the free arrays (plain arrays: the innermost loop of placement and masks)."""
+def slots_free_nb(is_cpu, cpus, mem, gpus_free, cpus_free, mem_free):
+    """How many workers (each: 1 GPU unless ``is_cpu``, ``cpus`` cores, ``mem`` GB) fit in
+    a node's free GPUs, cores and memory (scalars: an array handed to an inlined helper
+    costs a reference count increment and decrement per call, in the innermost loops)."""
     big = 1 << 30
     s = big
     if not is_cpu:
-        s = free_gpus[n]
+        s = gpus_free
     if cpus > 0:
-        k = np.int64(np.floor(free_cpus[n] / cpus + EPS))
+        k = np.int64(np.floor(cpus_free / cpus + EPS))
         if k < s:
             s = k
     if mem > 0:
-        k = np.int64(np.floor(free_mem[n] / mem + EPS))
+        k = np.int64(np.floor(mem_free / mem + EPS))
         if k < s:
             s = k
     if s == big:  # a job needing nothing: cap at 1 << 20 workers per node
         s = 1 << 20
     return s
+
+
+@njit(cache=True, inline="always")
+def node_slots_nb(n, is_cpu, cpus, mem, free_gpus, free_cpus, free_mem):
+    """How many workers (each: 1 GPU unless ``is_cpu``, ``cpus`` cores, ``mem`` GB) fit on
+    node n, from the free arrays (:func:`slots_free_nb`)."""
+    return slots_free_nb(is_cpu, cpus, mem, free_gpus[n], free_cpus[n], free_mem[n])
 
 
 @njit(cache=True, inline="always")
@@ -61,12 +69,18 @@ def slots_on_node_nb(n, is_cpu, cpus, mem, ns):
 
 
 @njit(cache=True, inline="always")
-def may_fit_arrays_nb(dev, w, cpus, is_cpu, free_dev):
-    """Cheap necessary condition (O(1), from the per-type summary ``free_dev``) for ``w``
-    workers of ``cpus`` cores each on type ``dev``."""
+def may_fit_free_nb(w, cpus, is_cpu, dev_free):
+    """Cheap necessary condition (O(1), from a type's free units ``dev_free``, an entry of
+    the per-type summary ``free_dev``) for ``w`` workers of ``cpus`` cores each."""
     if is_cpu:
-        return cpus <= 0.0 or free_dev[dev] + EPS >= w * cpus
-    return free_dev[dev] >= w
+        return cpus <= 0.0 or dev_free + EPS >= w * cpus
+    return dev_free >= w
+
+
+@njit(cache=True, inline="always")
+def may_fit_arrays_nb(dev, w, cpus, is_cpu, free_dev):
+    """:func:`may_fit_free_nb` for type ``dev``."""
+    return may_fit_free_nb(w, cpus, is_cpu, free_dev[dev])
 
 
 @njit(cache=True, inline="always")
@@ -192,8 +206,10 @@ def place_nb(dev, w, cpus, mem, policy, nodes, ns, scr_i, out_node, out_gpu):
     take = scr_i[SCR_TAKE]
     order = scr_i[SCR_ORDER]
     tot = 0
+    free_gpus, free_cpus, free_mem = ns.free_gpus, ns.free_cpus, ns.free_mem
     for i in range(m):
-        s = slots_on_node_nb(nodes.by_dev[lo + i], is_cpu, cpus, mem, ns)
+        n = nodes.by_dev[lo + i]
+        s = slots_free_nb(is_cpu, cpus, mem, free_gpus[n], free_cpus[n], free_mem[n])
         slots[i] = s
         take[i] = 0
         tot += s
@@ -500,10 +516,23 @@ def mask_fill_nb(window, n_win, n_rows, jobs, nodes, ns, out):
     for k in range(n_rows if n_rows > n_win else n_win):  # noqa: FURB136 (builtin max compiles an overload)
         for c in range(n_dev):
             out[k, c] = False
+    # fits_arrays_nb on every (job, type), written out on scalars: its seven array arguments
+    # would cost seven reference count increments and decrements per call
     for k in range(n_win):
         j = window[k]
+        w = workers[j]
+        m = mem[j]
         for c in range(n_dev):
             if tput[j, c] <= 0.0:
                 continue
-            out[k, c] = fits_arrays_nb(c, workers[j], cpus_need[j, c], mem[j], is_cpu[c],
-                                       dev_start, by_dev, free_gpus, free_cpus, free_mem, free_dev)
+            cpus = cpus_need[j, c]
+            c_cpu = is_cpu[c]
+            if not may_fit_free_nb(w, cpus, c_cpu, free_dev[c]):
+                continue
+            tot = 0
+            for i in range(dev_start[c], dev_start[c + 1]):
+                n = by_dev[i]
+                tot += slots_free_nb(c_cpu, cpus, m, free_gpus[n], free_cpus[n], free_mem[n])
+                if tot >= w:
+                    out[k, c] = True
+                    break

@@ -81,3 +81,40 @@ def test_socket_features_follow_placements() -> None:
     assert (obs[idx["free_sockets"]], obs[idx["shared_sockets"]]) == (0.5, 0.0)
     obs, *_ = env.step(0)  # job 1 packed next to it: socket 0 holds two jobs
     assert (obs[idx["free_sockets"]], obs[idx["shared_sockets"]]) == (0.5, 1.0)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"n_jobs": 16},
+    {"scenario": "fitgpp-lab", "scenario_kwargs": {"n_jobs": 64}, "n_jobs": 16, "window": 6,
+     "preemption": True, "run_window": 4},
+    {"scenario": "google-hybrid", "window": 8, "n_jobs": 16},
+])
+def test_job_duration_features_follow_the_table(kwargs) -> None:
+    """best_duration / duration_c of every window job, step by step, equal the module
+    table's formulas computed here (the kernel computes each type's duration once)."""
+    env = gym.make("HetCluster-v0", **kwargs).unwrapped
+    f = 6 + env.n_dev
+    ts = env.time_scale
+
+    def sq(x: float) -> float:
+        return 0.0 if x <= 0.0 else x / (x + ts)
+
+    rng = np.random.default_rng(3)
+    obs, _ = env.reset(seed=2)
+    e = env.sim.params.opts.scaling_exponent
+    rows = 0
+    for _ in range(120):
+        jb, rem = env.sim.params.jobs, env.sim.state.job.remaining
+        for k, j in enumerate(env.window_jobs().tolist()):
+            w = int(jb.workers[j])
+            dur = [rem[j] / (w * t * w ** (e - 1.0)) if t > 0.0 else np.inf for t in jb.tput[j]]
+            best = min([d for d, h in zip(dur, jb.holdable[j]) if h], default=np.inf)
+            np.testing.assert_array_equal(obs[k * f + 2], np.float32(sq(best)))
+            want = [np.float32(sq(d)) if t > 0.0 and h else np.float32(-1.0)
+                    for d, t, h in zip(dur, jb.tput[j], jb.holdable[j])]
+            np.testing.assert_array_equal(obs[k * f + 6:(k + 1) * f], want)
+            rows += 1
+        obs, _, term, trunc, _ = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+        if term or trunc:
+            obs, _ = env.reset()
+    assert rows > 100
