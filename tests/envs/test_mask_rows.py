@@ -43,3 +43,35 @@ def test_mask_rows_equal_a_computation_from_zeros(kwargs):
             env.reset()
             last = int(env._es.nwin[0])
     assert shrank > 10  # the window did shrink (stale rows would show)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"preemption": True, "run_window": 4},
+                                    {"scenario": "topo-sim", "window": 4, "n_jobs": 32}])
+def test_mask_fill_writes_out_the_gang_rule(kwargs):
+    """``mask_fill_nb`` writes ``fits_arrays_nb``'s rule out on scalars (reference counts):
+    on the node states of a random masked run, for every job and device type, its answer
+    is ``tput > 0`` and ``fits_nb``'s, so the two copies of the rule cannot drift apart."""
+    from hetgym.sim.kernels import fits_nb, mask_fill_nb
+
+    env = gym.make("HetCluster-v0", **kwargs).unwrapped
+    rng = np.random.default_rng(0)
+    env.reset(seed=2)
+    seen = np.zeros(2, dtype=np.int64)  # (False, True) answers compared
+    for _ in range(150):
+        sim = env.sim
+        ks, jb = sim.kernel_state, sim.jobs
+        n_jobs, n_dev = jb.tput.shape
+        out = np.ones((n_jobs, n_dev), dtype=np.bool_)
+        mask_fill_nb(np.arange(n_jobs, dtype=np.int64), np.int64(n_jobs), np.int64(n_jobs),
+                     ks.jobs, ks.nodes, ks.ns, out)
+        for j in range(n_jobs):
+            for c in range(n_dev):
+                want = bool(jb.tput[j, c] > 0.0) and bool(
+                    fits_nb(c, jb.workers[j], jb.cpus_need[j, c], jb.mem[j], ks.nodes, ks.ns))
+                assert bool(out[j, c]) == want, (j, c)
+                seen[int(want)] += 1
+        m = env.action_masks()
+        _, _, term, trunc, _ = env.step(int(rng.choice(np.flatnonzero(m))))
+        if term or trunc:
+            env.reset()
+    assert seen.min() > 100  # both answers occur (full nodes and free ones)
