@@ -1,5 +1,5 @@
 """Parts of the ANDREAS baselines (spec 4.1, 4.6): node classes, the configuration table
-of a decision point, pinned jobs, and turning a plan into decisions.
+of a decision point, and turning a plan into decisions.
 
 * :class:`NodeClasses` groups GPU nodes that are interchangeable for ANDREAS (one GPU
   type, GPU count, cores, memory and power model, A-A4) and prices a node with g busy
@@ -8,8 +8,10 @@ of a decision point, pinned jobs, and turning a plan into decisions.
   of jobs: every (class, g) with g in [min_workers, min(max_workers, G_n)], its time
   t_{jng} (restart delay and checkpoint loss included for a job that ran before unless
   it keeps its configuration), its cost t x c, the D* / D*^C lists and the pressure Delta_j (Eq. 2).
-* :func:`pinned_jobs` names the running jobs a plan may not touch (grace period, at the
-  preemption limit, or placed outside ANDREAS' model: across nodes or on CPU nodes).
+* :func:`current_configs` gives the (node, class, g) of running jobs. Which running jobs
+  a plan may not touch (pinned), what they leave per node, and the cores and memory of the
+  search are built in one compiled call by :func:`~baselines.andreas_prep.plan_tables_nb`
+  (its NumPy reference is in ``tests/baselines/test_andreas_prep.py``).
 * :func:`plan_decisions` turns a plan (node and g per job) into Preempt / Move / Start
   decisions with the lowest free GPU ids of each node (ANDREAS has no topology).
 """
@@ -20,11 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from baselines.andreas_kernel import (
-    config_table_nb,
-    current_configs_nb,
-    pinned_nodes_nb,
-)
+from baselines.andreas_kernel import config_table_nb, current_configs_nb
 from hetgym.decisions import Decision, Move, Placement, Preempt, Start
 from hetgym.sim.codes import GRACE, RUNNING
 
@@ -36,11 +34,7 @@ __all__ = [
     "eur_per_joule",
     "fits_node",
     "may_fit",
-    "pinned_jobs",
-    "pinned_mask",
-    "pinned_nodes",
     "plan_decisions",
-    "resource_table",
     "start_outside_model",
     "take_gpus",
 ]
@@ -162,69 +156,6 @@ def config_table(view, classes: NodeClasses, jobs: np.ndarray,
     return out
 
 
-def resource_table(view, classes: NodeClasses, tab: ConfigTable, cur: np.ndarray,
-                   cur_g: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Cores and memory for the search (A-A4; :mod:`baselines.andreas_fit`): ``(node_rc0,
-    cfg_rc, cur_rc)``. ``cfg_rc[i, e]`` = (g x cores, g x memory) of entry e of row i (job
-    ``tab.jobs[i]``) on its class's device; ``cur_rc[i]`` = what row i holds on its node
-    ``cur[i]`` now (g = ``cur_g[i]``; 0 where ``cur[i]`` < 0); ``node_rc0[n]`` = the cores
-    and memory free on node n with the rows ``rows`` that run now taken off it (the plan
-    re-places them; the other running jobs keep theirs)."""
-    jobs = tab.jobs
-    dev = classes.dev[tab.cls]
-    cfg_rc = np.empty(tab.g.shape + (2,))
-    cfg_rc[..., 0] = tab.g * view.cpus_need[jobs[:, None], dev]
-    cfg_rc[..., 1] = tab.g * view.mem[jobs][:, None]
-    cur_rc = np.zeros((len(jobs), 2))
-    on = np.flatnonzero(cur >= 0)
-    if len(on):
-        d = np.asarray(view.node_device)[cur[on]]
-        cur_rc[on, 0] = cur_g[on] * view.cpus_need[jobs[on], d]
-        cur_rc[on, 1] = cur_g[on] * view.mem[jobs[on]]
-    node_rc0 = np.stack([np.asarray(view.free_cpus, dtype=np.float64),
-                         np.asarray(view.free_mem, dtype=np.float64)], axis=1)
-    back = rows[cur[rows] >= 0]
-    np.add.at(node_rc0, cur[back], cur_rc[back])
-    return node_rc0, cfg_rc, cur_rc
-
-
-def pinned_jobs(view, classes: NodeClasses) -> list[int]:
-    """Running jobs a plan keeps where they are: in a grace period, with a grace period
-    (a preemption would not free their GPUs now), at the preemption limit, or placed
-    outside ANDREAS' model (across nodes, on a CPU node)."""
-    run = np.asarray(view.running, dtype=np.int64)
-    node, _, _ = current_configs(view, classes, run)
-    return run[pinned_mask(view, run, node)].tolist()
-
-
-def pinned_mask(view, run: np.ndarray, node: np.ndarray) -> np.ndarray:
-    """Which of the running jobs ``run`` (their ``node`` from :func:`current_configs`) a
-    plan keeps where they are (:func:`pinned_jobs`)."""
-    bad = (np.asarray(view.status[run]) == GRACE) | (view.grace[run] > 0) | (node < 0)
-    if view.max_preemptions is not None:
-        bad |= view.n_preempt[run] >= view.max_preemptions
-    return bad
-
-
-def pinned_nodes(view, classes: NodeClasses, pinned: list[int]):
-    """Per node: free GPUs, open flag and first-ending (time, EUR) left by pinned jobs
-    (:func:`~baselines.andreas_kernel.pinned_nodes_nb`)."""
-    n_nodes = len(view.node_device)
-    free = np.asarray(view.node_gpus, dtype=np.int64).copy()
-    is_open = np.zeros(n_nodes, dtype=np.bool_)
-    first_t = np.full(n_nodes, np.inf)
-    first_c = np.zeros(n_nodes)
-    now = float(view.now)
-    jobs = np.asarray(pinned, dtype=np.int64)
-    sim = getattr(view, "simulator", None)  # the projected ends in one read (= expected_finish)
-    fin = (sim.js.finish[jobs] if sim is not None
-           else np.array([view.expected_finish(j) for j in pinned], dtype=np.float64))
-    t_left = np.asarray(fin, dtype=np.float64) - now
-    pinned_nodes_nb(jobs, view.nworkers, view.worker_node, view.worker_gpu, t_left,
-                    classes.of_node, classes.rate, free, is_open, first_t, first_c)
-    return free, is_open, first_t, first_c
-
-
 def fits_node(view, cap, j: int, n: int, g: int) -> bool:
     """Whether g workers of job j fit on node n of the scratch capacity ``cap``."""
     d = int(view.node_device[n])
@@ -249,7 +180,7 @@ def relabel_nodes(targets: dict[int, tuple[int, int]], current: dict[int, tuple[
     ``current[j] = (node, g)`` of the running jobs. Each planned node's set of jobs (a bin)
     goes to a node of its class that can hold it (``free0``: GPUs left by pinned jobs;
     ``rc = (need, node_rc0)``: each planned job's (cores, memory) and the cores and memory
-    left by pinned jobs, as :func:`resource_table`), greedily by the number of its jobs
+    left by pinned jobs, as :func:`~baselines.andreas_prep.plan_tables_nb` gives them), greedily by the number of its jobs
     that would keep their node and g there (most first; ties: the bin's own node, then
     lower indices); the other bins keep their node when it is still free, else take the
     lowest free node of the class that holds them. If some bin is then left without a

@@ -1,18 +1,18 @@
 """The tables of one ANDREAS RG decision point in one compiled call (issue 9, tenth pass).
 
 :func:`plan_tables_nb` builds everything :func:`~baselines.andreas_kernel.rg_search_nb`
-takes from the simulator's own arrays, with the same floating-point operations in the
-same order as the NumPy builders of :mod:`baselines.andreas_parts` it replaces in
-:meth:`baselines.andreas.AndreasRG.plan`: the running jobs' current configurations
-(:func:`~baselines.andreas_parts.current_configs`), which of them are pinned
-(:func:`~baselines.andreas_parts.pinned_mask`), the configuration table of the running
-and waiting jobs (:func:`~baselines.andreas_parts.config_table`), what the pinned jobs
-leave per node (:func:`~baselines.andreas_parts.pinned_nodes`), the pressure order (the
-``np.lexsort`` of Eq. 2) and the cores and memory
-(:func:`~baselines.andreas_parts.resource_table`). :func:`start_walk_nb` carries out a
-plan that re-plans no running job: the starts of
-:func:`~baselines.andreas_parts.plan_decisions` with an empty ``replan``.
-``tests/baselines/test_andreas_prep.py`` compares both with those builders bit for bit.
+takes from the simulator's own arrays: the running jobs' current configurations
+(as :func:`~baselines.andreas_parts.current_configs`), which of them are pinned (a plan
+keeps them where they are: in a grace period, with a grace period, so that a preemption
+would not free their GPUs now, at the preemption limit, or placed outside ANDREAS' model,
+across nodes or on a CPU node), the configuration table of the running and waiting jobs
+(as :func:`~baselines.andreas_parts.config_table`), what the pinned jobs leave per node
+(GPUs, open flag, first end), the pressure order (Eq. 2) and the cores and memory of
+every configuration. :func:`start_walk_nb` carries out a plan that re-plans no running
+job: the starts of :func:`~baselines.andreas_parts.plan_decisions` with an empty
+``replan``. ``tests/baselines/test_andreas_prep.py`` keeps the NumPy builders these
+replaced (their floating-point operations in the same order) and compares both with
+them bit for bit.
 """
 
 from __future__ import annotations
@@ -257,6 +257,14 @@ def plan_tables_nb(run, queue, nworkers, status, worker_node, worker_gpu, finish
             deadline_c)
 
 
+@njit(cache=True, inline="always")
+def _node_fits_nb(g, cores, mem, free_g, free_c, free_m):
+    """Whether g workers, each needing ``cores`` and ``mem``, fit a node with ``free_g``
+    GPUs, ``free_c`` cores and ``free_m`` memory free (the rule of
+    :func:`~baselines.andreas_parts.fits_node` and ``may_fit``, on scalars)."""
+    return free_g >= g and g * cores <= free_c + EPS and g * mem <= free_m + EPS
+
+
 @njit(cache=True)
 def start_walk_nb(jobs, nodes, gs, free_gpus, free_cpus, free_mem, gpu_owner, node_gpus, node_dev,
                   cpus, mem, out_gpus):
@@ -273,8 +281,7 @@ def start_walk_nb(jobs, nodes, gs, free_gpus, free_cpus, free_mem, gpu_owner, no
         started[i] = False
         j, n, g = jobs[i], nodes[i], gs[i]
         d = node_dev[n]
-        may[i] = (free_gpus[n] >= g and g * cpus[j, d] <= free_cpus[n] + EPS
-                  and g * mem[j] <= free_mem[n] + EPS)
+        may[i] = _node_fits_nb(g, cpus[j, d], mem[j], free_gpus[n], free_cpus[n], free_mem[n])
     nn, gm = gpu_owner.shape
     fg = np.empty(nn, np.int64)
     fc = np.empty(nn, np.float64)
@@ -289,8 +296,7 @@ def start_walk_nb(jobs, nodes, gs, free_gpus, free_cpus, free_mem, gpu_owner, no
     for i in range(nt):
         j, n, g = jobs[i], nodes[i], gs[i]
         d = node_dev[n]
-        if not (may[i] and fg[n] >= g and g * cpus[j, d] <= fc[n] + EPS
-                and g * mem[j] <= fm[n] + EPS):
+        if not (may[i] and _node_fits_nb(g, cpus[j, d], mem[j], fg[n], fc[n], fm[n])):
             continue
         started[i] = True
         k = 0

@@ -1,5 +1,5 @@
 """ANDREAS RG's tables in one compiled call (:mod:`baselines.andreas_prep`, issue 9, tenth
-pass) give exactly what the NumPy builders of :mod:`baselines.andreas_parts` gave:
+pass) give exactly what the NumPy builders it replaced gave (kept below as the reference):
 :class:`ReferenceRG` keeps ``AndreasRG.plan`` / ``decide`` as they were written before (the
 reference). At every decision point of whole runs the search is called with the same
 arguments bit for bit (dtypes and shapes included), the decisions and f_OBJ are the same,
@@ -18,25 +18,82 @@ import pytest
 import baselines.andreas as andreas_mod
 import hetgym
 from baselines.andreas import AndreasRG
-from baselines.andreas_kernel import rg_search_nb
+from baselines.andreas_kernel import pinned_nodes_nb, rg_search_nb
 from baselines.andreas_parts import (
+    ConfigTable,
+    NodeClasses,
     config_table,
     current_configs,
     may_fit,
-    pinned_mask,
-    pinned_nodes,
     plan_decisions,
     relabel_nodes,
-    resource_table,
     start_outside_model,
 )
 from hetgym.decisions import Decision
+from hetgym.sim.codes import GRACE
 from tests.baselines.test_speed_paths import assert_same_results
+
+# The NumPy builders that andreas_prep.plan_tables_nb replaced, kept here as its reference.
+
+
+def pinned_mask(view, run: np.ndarray, node: np.ndarray) -> np.ndarray:
+    """Which of the running jobs ``run`` (their ``node`` from :func:`current_configs`) a
+    plan keeps where they are (in a grace period, with a grace period, at the preemption
+    limit, or outside the model: ``node`` < 0)."""
+    bad = (np.asarray(view.status[run]) == GRACE) | (view.grace[run] > 0) | (node < 0)
+    if view.max_preemptions is not None:
+        bad |= view.n_preempt[run] >= view.max_preemptions
+    return bad
+
+
+def pinned_nodes(view, classes: NodeClasses, pinned: list[int]):
+    """Per node: free GPUs, open flag and first-ending (time, EUR) left by pinned jobs
+    (:func:`~baselines.andreas_kernel.pinned_nodes_nb`)."""
+    n_nodes = len(view.node_device)
+    free = np.asarray(view.node_gpus, dtype=np.int64).copy()
+    is_open = np.zeros(n_nodes, dtype=np.bool_)
+    first_t = np.full(n_nodes, np.inf)
+    first_c = np.zeros(n_nodes)
+    now = float(view.now)
+    jobs = np.asarray(pinned, dtype=np.int64)
+    sim = getattr(view, "simulator", None)  # the projected ends in one read (= expected_finish)
+    fin = (sim.js.finish[jobs] if sim is not None
+           else np.array([view.expected_finish(j) for j in pinned], dtype=np.float64))
+    t_left = np.asarray(fin, dtype=np.float64) - now
+    pinned_nodes_nb(jobs, view.nworkers, view.worker_node, view.worker_gpu, t_left,
+                    classes.of_node, classes.rate, free, is_open, first_t, first_c)
+    return free, is_open, first_t, first_c
+
+
+def resource_table(view, classes: NodeClasses, tab: ConfigTable, cur: np.ndarray,
+                   cur_g: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cores and memory for the search (A-A4; :mod:`baselines.andreas_fit`): ``(node_rc0,
+    cfg_rc, cur_rc)``. ``cfg_rc[i, e]`` = (g x cores, g x memory) of entry e of row i (job
+    ``tab.jobs[i]``) on its class's device; ``cur_rc[i]`` = what row i holds on its node
+    ``cur[i]`` now (g = ``cur_g[i]``; 0 where ``cur[i]`` < 0); ``node_rc0[n]`` = the cores
+    and memory free on node n with the rows ``rows`` that run now taken off it (the plan
+    re-places them; the other running jobs keep theirs)."""
+    jobs = tab.jobs
+    dev = classes.dev[tab.cls]
+    cfg_rc = np.empty(tab.g.shape + (2,))
+    cfg_rc[..., 0] = tab.g * view.cpus_need[jobs[:, None], dev]
+    cfg_rc[..., 1] = tab.g * view.mem[jobs][:, None]
+    cur_rc = np.zeros((len(jobs), 2))
+    on = np.flatnonzero(cur >= 0)
+    if len(on):
+        d = np.asarray(view.node_device)[cur[on]]
+        cur_rc[on, 0] = cur_g[on] * view.cpus_need[jobs[on], d]
+        cur_rc[on, 1] = cur_g[on] * view.mem[jobs[on]]
+    node_rc0 = np.stack([np.asarray(view.free_cpus, dtype=np.float64),
+                         np.asarray(view.free_mem, dtype=np.float64)], axis=1)
+    back = rows[cur[rows] >= 0]
+    np.add.at(node_rc0, cur[back], cur_rc[back])
+    return node_rc0, cfg_rc, cur_rc
 
 
 class ReferenceRG(AndreasRG):
     """``AndreasRG.plan`` and ``decide`` as written before the tables moved into one
-    compiled call (the NumPy builders of baselines.andreas_parts)."""
+    compiled call (the NumPy builders above and in baselines.andreas_parts)."""
 
     def plan(self, view: Any) -> tuple[dict[int, tuple[int, int]], list[int], list[int], float]:
         seed = int(view.rng.integers(2**31 - 1))
