@@ -111,7 +111,8 @@ def carry_out(view, plan: dict[int, tuple[int, Placement]]) -> list[Decision]:
             continue
         k, pl = plan[j]
         nodes, gpus = current(view, j)
-        if not (np.array_equal(nodes, pl.nodes) and np.array_equal(gpus, pl.gpus)):
+        if (nodes.tolist() != np.asarray(pl.nodes).tolist()
+                or gpus.tolist() != np.asarray(pl.gpus).tolist()):
             moves[j] = (k, pl)
     for j, (k, pl) in plan.items():
         if status[j] == QUEUED:

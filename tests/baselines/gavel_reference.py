@@ -257,3 +257,43 @@ def _feasible(T: np.ndarray, sf: np.ndarray, n: np.ndarray, need: np.ndarray,
     return np.clip(res.x.reshape(m, k), 0.0, 1.0)
 
 
+# ---------------------------------------------------------------- the walk (baselines.gavel)
+# Gavel._plan as it was before the walk stopped at a full type (it then skipped every job).
+
+def plan(self, view, t: float) -> dict[int, list[int]]:
+    """``Gavel._plan`` (steps 2-4 of :mod:`baselines.gavel`'s docstring) as written before."""
+    if self._need and (self._t_reset == 0.0 or t - self._t_reset >= self.min_reset_interval):
+        if self.fixed_allocation is None or self._resets == 0:
+            self._reset_time(t)
+        self._compute(view, t)
+        self._need = False
+    active = np.flatnonzero(self._known)
+    if len(active) == 0:
+        return {}
+    X = self._X[active]
+    T = self._T[active]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        frac = np.where(self._W[None, :] > 0, self._tau[active] / self._W[None, :], 0.0)
+        p = np.where(frac > 0, X / frac, X * 1e9)
+    p = np.where((X == 0) | (T == 0) | ~self._in_x[active][:, None], 0.0, p)
+    order = list(self._order)
+    if not self.perf and self.type_order is None:
+        order = [order[i] for i in view.rng.permutation(len(order))]
+    left = {k: int(self._n[k]) - int(self._grace_gpus(view, k)) for k in order}
+    done: set[int] = set()
+    out: dict[int, list[int]] = {k: [] for k in order}
+    fifo = self.policy.startswith("fifo")
+    workers = np.asarray(view.workers)
+    for k in order:
+        keys = np.lexsort((-X[:, k], -self._deficit[active, k], -p[:, k]))  # stable
+        for i in keys.tolist():
+            j = int(active[i])
+            if left[k] == 0 or j in done or T[i, k] <= 0 or (fifo and p[i, k] <= 0):
+                continue
+            if int(workers[j]) > left[k]:
+                continue
+            left[k] -= int(workers[j])
+            done.add(j)
+            if self._in_x[j] or self.absent_jobs == "run":
+                out[k].append(j)
+    return {k: v for k, v in out.items() if v}

@@ -74,12 +74,14 @@ def test_assignment_matches_reference_call_by_call(name, sc, policy, monkeypatch
 
 @pytest.mark.parametrize("policy", sorted(POLICIES))
 def test_every_policy_same_run_as_reference(policy, monkeypatch) -> None:
-    """Whole runs, job by job, on fitgpp-lab (256 jobs) and a run with grace periods."""
+    """Whole runs, job by job, on fitgpp-lab (256 jobs) and a run with grace periods,
+    against the Python assignment and the walk that skipped the jobs after a full type."""
     for sc in (hetgym.scenarios.get("fitgpp-lab", n_jobs=256),
                workload(5, 100, 80.0, grace=True, cpu_nodes=True)):
         fast = hetgym.simulate(sc, Gavel(policy=policy))
         with monkeypatch.context() as m:
             m.setattr(gavel_mod, "assign_workers", ref.assign_workers)
+            m.setattr(Gavel, "_plan", ref.plan)
             assert_same_results(fast, hetgym.simulate(sc, Gavel(policy=policy)))
 
 
