@@ -26,6 +26,10 @@ no objective, as Gavel's ``cp.Maximize(1)``), which lands, like cvxpy, inside th
 it is what :class:`baselines.gavel.Gavel` uses by default because it agrees better
 with Gavel's simulator (docs/gavel.md). FTF is solved by bisection on the
 max ratio (the problem is quasi-convex), not by cvxpy's ``inv_pos`` program.
+
+The constraint matrices are built directly in CSC form (:func:`_csc`, the same arrays
+the sparse stacking of :func:`base_constraints` gave ``linprog``) and handed to HiGHS
+by :func:`baselines.gavel_highs.solve` with ``linprog``'s options and acceptance test.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ previous round keeps its exact GPUs if none of them is taken yet, then the other
 get GPUs server by server (a pointer over the type's servers that never moves back, i.e.
 the first free GPUs in node order, GPU order). hetgym adds CPU-core and memory checks
 per node (Gavel schedules GPUs only; with the trace loaders' defaults they never bind).
+The walk runs compiled, one call a round (:func:`baselines.gavel_kernels.assign_nb`).
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ def assign_workers(view, scheduled: dict[int, list[int]], held: np.ndarray
             preempted with a grace period).
 
     Jobs that get no GPUs (only possible when CPU cores, memory or ``held`` bind) are
-    left out.
+    left out. The placements are in the order the walk made them (each a view of one
+    fresh array); a job scheduled on two types is refused (``ValueError``).
     """
     types = list(scheduled)
     per_type = [[int(j) for j in scheduled[k]] for k in types]

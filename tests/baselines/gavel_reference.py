@@ -109,18 +109,7 @@ class _Free:
 
 def assign_workers(view, scheduled: dict[int, list[int]], held: np.ndarray
                    ) -> dict[int, tuple[int, Placement]]:
-    """Placements for the round: ``{job: (type, placement)}``.
-
-    Args:
-        view: The simulator's view.
-        scheduled: Per type (in the round's type order), the jobs scheduled on it in
-            walk order.
-        held: Jobs whose resources stay taken this round (in a grace period, or to be
-            preempted with a grace period).
-
-    Jobs that get no GPUs (only possible when CPU cores, memory or ``held`` bind) are
-    left out.
-    """
+    """``baselines.gavel_place.assign_workers`` before the compiled walk (same arguments)."""
     free = _Free(view, held)
     status = np.asarray(view.status)
     dev = np.asarray(view.device)
