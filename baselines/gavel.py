@@ -253,8 +253,10 @@ class Gavel(RoundBased):
         for k in order:
             keys = np.lexsort((-X[:, k], -self._deficit[active, k], -p[:, k]))  # stable
             for i in keys.tolist():
+                if left[k] == 0:
+                    break  # the type is full: the rest of the walk skips every job
                 j = int(active[i])
-                if left[k] == 0 or j in done or T[i, k] <= 0 or (fifo and p[i, k] <= 0):
+                if j in done or T[i, k] <= 0 or (fifo and p[i, k] <= 0):
                     continue
                 if int(workers[j]) > left[k]:
                     continue

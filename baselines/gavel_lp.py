@@ -26,6 +26,10 @@ no objective, as Gavel's ``cp.Maximize(1)``), which lands, like cvxpy, inside th
 it is what :class:`baselines.gavel.Gavel` uses by default because it agrees better
 with Gavel's simulator (docs/gavel.md). FTF is solved by bisection on the
 max ratio (the problem is quasi-convex), not by cvxpy's ``inv_pos`` program.
+
+The constraint matrices are built directly in CSC form (:func:`_csc`, the same arrays
+the sparse stacking of :func:`base_constraints` gave ``linprog``) and handed to HiGHS
+by :func:`baselines.gavel_highs.solve` with ``linprog``'s options and acceptance test.
 """
 
 from __future__ import annotations
@@ -91,9 +95,63 @@ def base_constraints(sf: np.ndarray, n: np.ndarray, extra: int = 0):
     return a, np.concatenate([np.ones(m), n])
 
 
-def _bounds(T: np.ndarray, extra: list[tuple[float | None, float | None]] | None = None):
-    b = [(0.0, 0.0) if t <= 0 else (0.0, 1.0) for t in T.reshape(-1)]
-    return b + (extra or [])
+def _lu(T: np.ndarray, extra: list[tuple[float, float]] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """Column bounds as arrays: ``x_jk`` in ``[0, 1]``, fixed at 0 where ``T_jk = 0``;
+    then ``extra`` (auxiliary variables)."""
+    lb = np.concatenate([np.zeros(T.size), [e[0] for e in extra]])
+    ub = np.concatenate([np.where(T.reshape(-1) <= 0, 0.0, 1.0), [e[1] for e in extra]])
+    return lb, ub
+
+
+def _csc(sf: np.ndarray, k: int, blocks: list[np.ndarray],
+         aux: list[tuple[np.ndarray, np.ndarray]] = ()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """CSC parts ``(indptr, indices, data)`` of the matrix the sparse ``vstack`` /
+    ``hstack`` of this module used to build: Gavel's base constraints
+    (:func:`base_constraints`: rows ``0..m-1`` per job, ``m..m+k-1`` per type), then one
+    row per job for each ``m x k`` block of ``blocks`` (row ``j`` of a block holds
+    ``block[j]`` in job ``j``'s columns, explicit zeros included), on the ``m * k``
+    columns of ``x``; then the auxiliary columns ``aux`` (``(rows, values)`` each).
+    Rows are sorted in each column, as ``linprog``'s CSC conversion leaves them. With one
+    or two types, ``scipy.sparse.kron`` builds the per-type rows from dense blocks, so
+    each column holds every type row, ``0.0`` on the other types: kept here too."""
+    m = len(sf)
+    kt = k if 2 * k >= k * k else 1  # type rows per column (kron's dense-block rule)
+    nb = 1 + kt + len(blocks)
+    idx = np.empty((m, k, nb), dtype=np.int32)
+    val = np.empty((m, k, nb))
+    idx[:, :, 0] = np.arange(m)[:, None]
+    val[:, :, 0] = 1.0
+    if kt == 1:
+        idx[:, :, 1] = m + np.arange(k)[None, :]
+        val[:, :, 1] = sf[:, None]
+    else:
+        idx[:, :, 1:1 + kt] = m + np.arange(k)[None, None, :]
+        val[:, :, 1:1 + kt] = sf[:, None, None] * np.eye(k)[None, :, :]
+    for b, block in enumerate(blocks):
+        idx[:, :, 1 + kt + b] = m + k + b * m + np.arange(m)[:, None]
+        val[:, :, 1 + kt + b] = block
+    counts = [len(r) for r, _ in aux]
+    indptr = np.concatenate([np.arange(m * k + 1) * nb,
+                             m * k * nb + np.cumsum(counts, dtype=np.int64)]).astype(np.int32)
+    indices = np.concatenate([idx.reshape(-1)] + [np.asarray(r, dtype=np.int32) for r, _ in aux])
+    data = np.concatenate([val.reshape(-1)] + [np.asarray(v, dtype=np.float64) for _, v in aux])
+    return indptr, indices, data
+
+
+def _run(c: np.ndarray, a: tuple, b: np.ndarray, lu: tuple, solution: str) -> np.ndarray | None:
+    """:func:`baselines.gavel_highs.solve` on CSC parts ``a`` (None: not solved)."""
+    from baselines.gavel_highs import solve
+
+    return solve(np.asarray(c, dtype=np.float64), *a, np.asarray(b, dtype=np.float64), *lu,
+                 ipm=_method(solution) == "highs-ipm")
+
+
+def _scipy(c, a: tuple, b, lu: tuple, solution: str):
+    """``linprog`` on the same LP (for its message when :func:`_run` finds no solution)."""
+    indptr, indices, data = a
+    shape = (len(b), len(c))
+    mat = _sp().csc_matrix((data, indices, indptr), shape=shape)
+    return linprog(c, A_ub=mat, b_ub=b, bounds=np.column_stack(lu), method=_method(solution))
 
 
 SOLUTIONS = ("vertex", "interior")
@@ -105,25 +163,26 @@ def _method(solution: str) -> str:
     return "highs" if solution == "vertex" else "highs-ipm"
 
 
-def _solve(c, a_ub, b_ub, bounds, what: str, solution: str = "vertex"):
-    res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=bounds, method=_method(solution))
-    if res.status != 0:
-        raise RuntimeError(f"Gavel {what} LP failed: {res.message}")
-    return res
+def _solve(c, a: tuple, b_ub, lu: tuple, what: str, solution: str = "vertex") -> np.ndarray:
+    """``x`` of the LP (CSC parts ``a``), or RuntimeError with ``linprog``'s message."""
+    x = _run(c, a, b_ub, lu, solution)
+    if x is None:
+        raise RuntimeError(f"Gavel {what} LP failed: {_scipy(c, a, b_ub, lu, solution).message}")
+    return x
 
 
 def _tie_break(T: np.ndarray, sf: np.ndarray, n: np.ndarray, coef: np.ndarray,
-               a_obj, b_obj) -> np.ndarray:
-    """Second stage: maximise sum(coef * x) keeping the first stage's optimum
-    (``a_obj @ [x, aux] <= b_obj`` rows fix it). Returns ``x`` (m x K)."""
+               fair: np.ndarray, t_star: float) -> np.ndarray:
+    """Second stage of :func:`las`: maximise sum(coef * x) keeping the first stage's
+    optimum (rows ``t - sum_k fair_jk x_jk <= 0`` and ``-t <= -t*(1 - tol)``). Returns
+    ``x`` (m x K)."""
     m, k = T.shape
-    extra = a_obj.shape[1] - m * k
-    a, b = base_constraints(sf, n, extra)
-    a = _sp().vstack([a, a_obj]).tocsr()
-    b = np.concatenate([b, b_obj])
-    c = np.concatenate([-coef.reshape(-1), np.zeros(extra)])
-    res = _solve(c, a, b, _bounds(T, [(None, None)] * extra), "tie-break")
-    return np.clip(res.x[: m * k].reshape(m, k), 0.0, 1.0)
+    rows = np.concatenate([m + k + np.arange(m), [m + k + m]])
+    a = _csc(sf, k, [fair], [(rows, np.concatenate([np.ones(m), [-1.0]]))])
+    b = np.concatenate([np.ones(m), n, np.zeros(m), [-t_star * (1 - _TIE_TOL)]])
+    c = np.concatenate([-coef.reshape(-1), np.zeros(1)])
+    x = _solve(c, a, b, _lu(T, [(-np.inf, np.inf)]), "tie-break")
+    return np.clip(x[: m * k].reshape(m, k), 0.0, 1.0)
 
 
 def proportional_throughput(T: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -170,30 +229,17 @@ def las(T: np.ndarray, sf: np.ndarray, n: np.ndarray, w: np.ndarray | None = Non
     coef = Tl * (sfl / (w[live] * p[live]))[:, None]
     ml = len(live)
     # variables: x (ml*k), t. Rows: t - sum_k coef_jk x_jk <= 0.
-    fair = _sp().hstack([-_block_rows(coef), _sp().csr_matrix(np.ones((ml, 1)))]).tocsr()
-    a, b = base_constraints(sfl, n, 1)
-    a = _sp().vstack([a, fair]).tocsr()
-    b = np.concatenate([b, np.zeros(ml)])
+    fair = -coef
+    a = _csc(sfl, k, [fair], [(ml + k + np.arange(ml), np.ones(ml))])
+    b = np.concatenate([np.ones(ml), n, np.zeros(ml)])
     c = np.zeros(ml * k + 1)
     c[-1] = -1.0
-    res = _solve(c, a, b, _bounds(Tl, [(0.0, None)]), "LAS", solution)
+    res_x = _solve(c, a, b, _lu(Tl, [(0.0, np.inf)]), "LAS", solution)
     if solution == "interior":
-        x[live] = np.clip(res.x[: ml * k].reshape(ml, k), 0.0, 1.0)
+        x[live] = np.clip(res_x[: ml * k].reshape(ml, k), 0.0, 1.0)
         return x
-    t_star = float(res.x[-1])
-    # second stage: keep t >= t*(1 - tol), i.e. -t <= -t*(1-tol)
-    fix_t = _sp().csr_matrix(([-1.0], ([0], [ml * k])), shape=(1, ml * k + 1))
-    x[live] = _tie_break(Tl, sfl, n, coef, _sp().vstack([fair, fix_t]).tocsr(),
-                         np.concatenate([np.zeros(ml), [-t_star * (1 - _TIE_TOL)]]))
+    x[live] = _tie_break(Tl, sfl, n, coef, fair, float(res_x[-1]))
     return x
-
-
-def _block_rows(coef: np.ndarray):
-    """Sparse ``m x (m*k)`` matrix whose row ``j`` holds ``coef[j]`` in job ``j``'s columns."""
-    m, k = coef.shape
-    rows = np.repeat(np.arange(m), k)
-    cols = np.arange(m * k)
-    return _sp().csr_matrix((coef.reshape(-1), (rows, cols)), shape=(m, m * k))
 
 
 def max_throughput(T: np.ndarray, sf: np.ndarray, n: np.ndarray,
@@ -206,9 +252,9 @@ def max_throughput(T: np.ndarray, sf: np.ndarray, n: np.ndarray,
     m, k = T.shape
     if m == 0:
         return np.zeros((0, k))
-    a, b = base_constraints(sf, n)
-    res = _solve(-T.reshape(-1), a, b, _bounds(T), "max-throughput", solution)
-    return np.clip(res.x.reshape(m, k), 0.0, 1.0)
+    x = _solve(-T.reshape(-1), _csc(sf, k, []), np.concatenate([np.ones(m), n]), _lu(T),
+               "max-throughput", solution)
+    return np.clip(x.reshape(m, k), 0.0, 1.0)
 
 
 def _feasible(T: np.ndarray, sf: np.ndarray, n: np.ndarray, need: np.ndarray,
@@ -218,16 +264,11 @@ def _feasible(T: np.ndarray, sf: np.ndarray, n: np.ndarray, need: np.ndarray,
     ``"interior"``: HiGHS's interior-point answer to the feasibility problem itself
     (no objective, as Gavel's ``cp.Maximize(1)``)."""
     m, k = T.shape
-    a, b = base_constraints(sf, n)
-    req = -_block_rows(T)
-    a = _sp().vstack([a, req]).tocsr()
-    b = np.concatenate([b, -need])
+    b = np.concatenate([np.ones(m), n, -need])
     norm = T / np.maximum(need, 1e-300)[:, None]
     c = np.zeros(m * k) if solution == "interior" else -norm.reshape(-1)
-    res = linprog(c, A_ub=a, b_ub=b, bounds=_bounds(T), method=_method(solution))
-    if res.status != 0:
-        return None
-    return np.clip(res.x.reshape(m, k), 0.0, 1.0)
+    x = _run(c, _csc(sf, k, [-T]), b, _lu(T), solution)
+    return None if x is None else np.clip(x.reshape(m, k), 0.0, 1.0)
 
 
 def min_makespan(T: np.ndarray, sf: np.ndarray, n: np.ndarray, remaining: np.ndarray,

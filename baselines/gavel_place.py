@@ -7,12 +7,14 @@ previous round keeps its exact GPUs if none of them is taken yet, then the other
 get GPUs server by server (a pointer over the type's servers that never moves back, i.e.
 the first free GPUs in node order, GPU order). hetgym adds CPU-core and memory checks
 per node (Gavel schedules GPUs only; with the trace loaders' defaults they never bind).
+The walk runs compiled, one call a round (:func:`baselines.gavel_kernels.assign_nb`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from baselines.gavel_kernels import assign_nb
 from baselines.ledger import Ledger, preemptible
 from hetgym.decisions import Decision, Move, Placement, Preempt, Start
 from hetgym.sim.codes import GRACE, QUEUED, RUNNING
@@ -40,90 +42,6 @@ def worker_counts(view) -> np.ndarray:
     return out
 
 
-class _Free:
-    """Which GPUs, cores and memory a round's assignment has not given out yet.
-
-    ``nfree[n]`` (free GPUs of node ``n``) and ``type_free[k]`` (of type ``k``) are kept
-    with ``gpu`` (and ``cpu_l``, ``mem_l`` with ``cpu``, ``mem``, as Python floats) so
-    that :meth:`first` passes over full nodes and nodes without room for one worker, and
-    rejects a gang larger than its type's free GPUs, without looking at their GPUs."""
-
-    def __init__(self, view, held: np.ndarray) -> None:
-        self.gpu = np.arange(view.node_gpus.max(initial=0))[None, :] < np.asarray(view.node_gpus)[:, None]
-        self.cpu = np.asarray(view.node_cpus, dtype=np.float64).copy()
-        self.mem = np.asarray(view.node_mem, dtype=np.float64).copy()
-        self.view = view
-        self.node_dev = np.asarray(view.node_device).tolist()
-        self.nfree = self.gpu.sum(axis=1).tolist()
-        self.type_free = [0] * len(view.devices)
-        for n, f in enumerate(self.nfree):
-            self.type_free[self.node_dev[n]] += f
-        self._nodes: dict[int, list[int]] = {}
-        self.cpu_l, self.mem_l = self.cpu.tolist(), self.mem.tolist()  # the same, as floats
-        for j in held.tolist():  # jobs that keep what they hold whatever we decide
-            self.take(int(j), *current(view, int(j)))
-
-    def fits(self, job: int, nodes: np.ndarray, gpus: np.ndarray) -> bool:
-        v = self.view
-        g = gpus >= 0
-        pairs = set(zip(nodes[g].tolist(), gpus[g].tolist()))
-        if not self.gpu[nodes[g], gpus[g]].all() or len(pairs) < int(g.sum()):
-            return False
-        need_c: dict[int, float] = {}
-        for n in nodes.tolist():
-            need_c[n] = need_c.get(n, 0.0) + 1.0
-        return all(self.cpu[n] + 1e-9 >= c * v.cpus_need[job, v.node_device[n]]
-                   and self.mem[n] + 1e-9 >= c * v.mem[job] for n, c in need_c.items())
-
-    def take(self, job: int, nodes: np.ndarray, gpus: np.ndarray) -> None:
-        v = self.view
-        for n, g in zip(nodes.tolist(), gpus.tolist()):
-            if g >= 0 and self.gpu[n, g]:
-                self.gpu[n, g] = False
-                self.nfree[n] -= 1
-                self.type_free[self.node_dev[n]] -= 1
-            self.cpu[n] -= v.cpus_need[job, v.node_device[n]]
-            self.mem[n] -= v.mem[job]
-            self.cpu_l[n] = float(self.cpu[n])
-            self.mem_l[n] = float(self.mem[n])
-
-    def first(self, job: int, dev: int, w: int) -> Placement | None:
-        """The first ``w`` free GPUs of type ``dev`` in node, GPU order (room for the job's
-        cores and memory on each node; on a CPU type, worker slots node by node), or None."""
-        v = self.view
-        cpu_type = bool(np.asarray(v.dev_is_cpu)[dev])
-        if not cpu_type and self.type_free[dev] < w:
-            return None  # fewer free GPUs of the type than workers: the walk finds no room
-        of_type = self._nodes.get(dev)
-        if of_type is None:
-            of_type = self._nodes[dev] = np.flatnonzero(np.asarray(v.node_device) == dev).tolist()
-        nodes: list[int] = []
-        gpus: list[int] = []
-        c, m = float(v.cpus_need[job, dev]), float(v.mem[job])
-        nfree = self.nfree
-        cpus, mems = self.cpu_l, self.mem_l
-        for n in of_type:
-            if not cpu_type and nfree[n] == 0:
-                continue  # a full node gives no GPU
-            cpu, mem = cpus[n], mems[n]
-            if cpu + 1e-9 < c or mem + 1e-9 < m:
-                continue  # no room for one worker: the node gives nothing
-            for g in ([-1] * w if cpu_type else np.flatnonzero(self.gpu[n]).tolist()):
-                if len(nodes) == w or cpu + 1e-9 < c or mem + 1e-9 < m:
-                    break
-                nodes.append(n)
-                gpus.append(g)
-                cpu -= c
-                mem -= m
-            if len(nodes) == w:
-                break
-        if len(nodes) < w:
-            return None
-        pl = Placement.of(nodes, gpus)
-        self.take(job, pl.nodes, pl.gpus)
-        return pl
-
-
 def current(view, job: int) -> tuple[np.ndarray, np.ndarray]:
     """The nodes and GPUs ``job`` holds now."""
     w = int(view.workers[job])
@@ -142,27 +60,30 @@ def assign_workers(view, scheduled: dict[int, list[int]], held: np.ndarray
             preempted with a grace period).
 
     Jobs that get no GPUs (only possible when CPU cores, memory or ``held`` bind) are
-    left out.
+    left out. The placements are in the order the walk made them (each a view of one
+    fresh array); a job scheduled on two types is refused (``ValueError``).
     """
-    free = _Free(view, held)
-    status = np.asarray(view.status)
-    dev = np.asarray(view.device)
+    types = list(scheduled)
+    per_type = [[int(j) for j in scheduled[k]] for k in types]
+    jobs = np.fromiter((j for js in per_type for j in js), dtype=np.int64)
+    if len(np.unique(jobs)) < len(jobs):
+        raise ValueError("Gavel: a job is scheduled on more than one type")
+    ptr = np.zeros(len(types) + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([len(js) for js in per_type])
+    workers = np.asarray(view.workers)
+    width = max(int(view.worker_node.shape[1]), int(workers[jobs].max(initial=0)))
+    count, out_job, out_type, out_nodes, out_gpus = assign_nb(
+        np.asarray(view.node_gpus), np.asarray(view.node_cpus, dtype=np.float64),
+        np.asarray(view.node_mem, dtype=np.float64), np.asarray(view.node_device),
+        np.asarray(view.dev_is_cpu, dtype=np.bool_), np.asarray(view.cpus_need, dtype=np.float64),
+        np.asarray(view.mem, dtype=np.float64), workers, np.asarray(view.status),
+        np.asarray(view.device), np.asarray(view.worker_node), np.asarray(view.worker_gpu),
+        np.asarray(held, dtype=np.int64), np.asarray(types, dtype=np.int64), ptr, jobs,
+        RUNNING, width)
     out: dict[int, tuple[int, Placement]] = {}
-    for k, jobs in scheduled.items():
-        by_size = sorted(jobs, key=lambda j: -int(view.workers[j]))  # stable: walk order on ties
-        for size in sorted({int(view.workers[j]) for j in jobs}, reverse=True):
-            same = [j for j in by_size if int(view.workers[j]) == size]
-            for j in same:  # keep the GPUs of the previous round where all are free
-                if status[j] == RUNNING and dev[j] == k:
-                    nodes, gpus = current(view, j)
-                    if free.fits(j, nodes, gpus):
-                        free.take(j, nodes, gpus)
-                        out[j] = (k, Placement(nodes.copy(), gpus.copy()))
-            for j in same:
-                if j not in out:
-                    pl = free.first(j, k, size)
-                    if pl is not None:
-                        out[j] = (k, pl)
+    for i, j, k in zip(range(count), out_job[:count].tolist(), out_type[:count].tolist()):
+        w = int(workers[j])
+        out[j] = (k, Placement(out_nodes[i, :w], out_gpus[i, :w]))
     return out
 
 
@@ -192,7 +113,8 @@ def carry_out(view, plan: dict[int, tuple[int, Placement]]) -> list[Decision]:
             continue
         k, pl = plan[j]
         nodes, gpus = current(view, j)
-        if not (np.array_equal(nodes, pl.nodes) and np.array_equal(gpus, pl.gpus)):
+        if (nodes.tolist() != np.asarray(pl.nodes).tolist()
+                or gpus.tolist() != np.asarray(pl.gpus).tolist()):
             moves[j] = (k, pl)
     for j, (k, pl) in plan.items():
         if status[j] == QUEUED:

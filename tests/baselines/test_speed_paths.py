@@ -15,7 +15,6 @@ import pandas as pd
 import pytest
 
 import hetgym
-from baselines import gavel_place
 from baselines.andreas import FirstPrinciple
 from baselines.andreas_parts import config_table, start_outside_model, take_gpus
 from baselines.gavel import Gavel
@@ -104,10 +103,15 @@ GAVEL_SCENARIOS = [("fitgpp-lab", {"n_jobs": 300}), ("hadar-sim", {}),
 @pytest.mark.parametrize("policy", ["las", "fifo-perf", "maxtput"])
 @pytest.mark.parametrize("scen,kw", GAVEL_SCENARIOS)
 def test_gavel_server_walk_matches_plain(policy: str, scen: str, kw: dict, monkeypatch) -> None:
-    """Gavel's ``first`` skips full servers and gangs larger than the type's free GPUs."""
+    """Gavel's compiled assignment gives the schedule of the plain server walk (every node
+    of the type, its free GPUs listed)."""
     sc = hetgym.scenarios.get(scen, **kw)
+    from baselines import gavel as gavel_mod
+    from tests.baselines import gavel_reference
+
     fast = hetgym.simulate(sc, Gavel(policy=policy))
-    monkeypatch.setattr(gavel_place._Free, "first", plain_first)
+    monkeypatch.setattr(gavel_reference._Free, "first", plain_first)
+    monkeypatch.setattr(gavel_mod, "assign_workers", gavel_reference.assign_workers)
     assert_same_results(fast, hetgym.simulate(sc, Gavel(policy=policy)))
 
 
