@@ -18,10 +18,15 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["solve"]
+__all__ = ["available", "solve"]
 
 _TOL = float(np.sqrt(1e-9) * 10)  # linprog's _check_result tolerance for its default tol
 _OPTIONS: dict[bool, object] = {}
+
+
+_NAMES = ("HighsOptions", "HighsLp", "_Highs", "HighsStatus", "HighsModelStatus", "MatrixFormat",
+          "HighsDebugLevel", "simplex_constants")
+_AVAILABLE: list[bool] = []
 
 
 def _core():
@@ -29,6 +34,19 @@ def _core():
     import scipy.optimize._highspy._core as core
 
     return core
+
+
+def available() -> bool:
+    """Whether this SciPy has the private HiGHS bindings :func:`solve` uses (SciPy 1.15 and
+    later, checked on 1.17); where it has not, :mod:`baselines.gavel_lp` calls ``linprog``,
+    which gives the same answers more slowly."""
+    if not _AVAILABLE:
+        try:
+            core = _core()
+            _AVAILABLE.append(all(hasattr(core, n) for n in _NAMES))
+        except ImportError:
+            _AVAILABLE.append(False)
+    return _AVAILABLE[0]
 
 
 def options(ipm: bool):

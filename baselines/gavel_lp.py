@@ -139,9 +139,13 @@ def _csc(sf: np.ndarray, k: int, blocks: list[np.ndarray],
 
 
 def _run(c: np.ndarray, a: tuple, b: np.ndarray, lu: tuple, solution: str) -> np.ndarray | None:
-    """:func:`baselines.gavel_highs.solve` on CSC parts ``a`` (None: not solved)."""
-    from baselines.gavel_highs import solve
+    """:func:`baselines.gavel_highs.solve` on CSC parts ``a`` (None: not solved); ``linprog``
+    where SciPy lacks the bindings it uses (:func:`baselines.gavel_highs.available`)."""
+    from baselines.gavel_highs import available, solve
 
+    if not available():
+        res = _scipy(c, a, b, lu, solution)
+        return res.x if res.status == 0 else None
     return solve(np.asarray(c, dtype=np.float64), *a, np.asarray(b, dtype=np.float64), *lu,
                  ipm=_method(solution) == "highs-ipm")
 

@@ -276,3 +276,19 @@ def test_lp_policies_same_allocations_as_linprog(policy, solution, monkeypatch) 
         xs_ref, slow = allocations_and_run(sc, policy, solution, monkeypatch, True)
         assert xs and xs == xs_ref
         assert_same_results(fast, slow)
+
+
+@pytest.mark.parametrize("policy", ["makespan", "las"])
+def test_linprog_fallback_gives_the_same_allocations(policy, monkeypatch) -> None:
+    """Where SciPy lacks the private HiGHS bindings (``gavel_highs.available()`` False),
+    the LPs go through ``linprog``: the same allocations and run."""
+    from baselines import gavel_highs
+
+    sc = hetgym.scenarios.get("fitgpp-lab", n_jobs=128)
+    xs, fast = allocations_and_run(sc, policy, "vertex", monkeypatch, False)
+    with monkeypatch.context() as m:
+        m.setattr(gavel_highs, "available", lambda: False)
+        m.setattr(gavel_highs, "solve", None)  # must not be called
+        xs_lp, slow = allocations_and_run(sc, policy, "vertex", monkeypatch, False)
+    assert xs and xs == xs_lp
+    assert_same_results(fast, slow)
