@@ -133,6 +133,15 @@ def _first(own: np.ndarray, o: int) -> int:
 
 
 @njit(cache=True)
+def _slot(a: np.ndarray, k: int, x: int) -> int:
+    """The position of ``x`` in ``a[:k]``, or -1."""
+    for i in range(k):
+        if a[i] == x:
+            return i
+    return -1
+
+
+@njit(cache=True)
 def utilities_nb(n_cc: float, n_int: float, n_sys: float, n_frag: float,
                  params: np.ndarray) -> tuple[float, float]:
     """(system utility, job utility): :class:`~baselines.topo_parts.UtilityModel`'s
@@ -168,22 +177,16 @@ def scan_nb(nodes: np.ndarray, w: int, owner: np.ndarray, node_gpus: np.ndarray,
         ns = 0
         nf = 0
         for h in range(g):
-            s = sock[h]
-            seen = False
-            for i in range(ns):
-                if order[i] == s:
-                    seen = True
-            if not seen:
-                order[ns] = s
-                total[ns] = 0
-                nfree[ns] = 0
+            p = _slot(order, ns, sock[h])
+            if p < 0:
+                p = ns
+                order[p] = sock[h]
+                total[p] = 0
+                nfree[p] = 0
                 ns += 1
-            for i in range(ns):
-                if order[i] == s:
-                    total[i] += 1
-                    if own[h] < 0:
-                        nfree[i] += 1
+            total[p] += 1
             if own[h] < 0:
+                nfree[p] += 1
                 free[nf] = h
                 nf += 1
         if nf < w:
@@ -198,9 +201,7 @@ def scan_nb(nodes: np.ndarray, w: int, owner: np.ndarray, node_gpus: np.ndarray,
                 h = free[idx[i]]
                 gpus[i] = h
                 mask |= 1 << sock[h]
-                for q in range(ns):
-                    if order[q] == sock[h]:
-                        taken[q] += 1
+                taken[_slot(order, ns, sock[h])] += 1
             frag = 0.0
             for i in range(ns):
                 frag += (nfree[i] - taken[i]) / total[i]
