@@ -37,9 +37,11 @@ import numpy as np
 
 from baselines.classic import SRPT, _free_in
 from baselines.gavel_place import current
+from baselines.parts import preference
 from baselines.unaware import AnyType
 from hetgym.decisions import Decision
 from hetgym.sim.codes import GRACE, RUNNING
+from hetgym.sim.view import CapacityModel
 
 __all__ = ["Tiresias"]
 
@@ -53,11 +55,14 @@ class Tiresias(SRPT):
     Attributes:
         thresholds: Queue thresholds in GPU-seconds, increasing (default one: 3600).
         order: Device-type order for waiting jobs (``"random"`` or ``"cluster"``).
+        compiled: Pass over the waiting jobs that find no room in compiled code
+            (:meth:`_decide_all`); False tries them one by one (the same decisions).
     """
 
     devices: AnyType = field(default_factory=AnyType)
     thresholds: tuple = (3600.0,)
     order: str = "random"
+    compiled: bool = True
 
     def __post_init__(self) -> None:
         th = np.asarray(self.thresholds, dtype=np.float64).reshape(-1)
@@ -93,11 +98,14 @@ class Tiresias(SRPT):
         taken resources back by then, and those hold other GPUs (cores and memory: what
         the job gave back is still there, far beyond the test's 1e-9 slack). A waiting
         job does not try a GPU type with fewer free GPUs than its workers (``place``
-        refuses it there in the same way)."""
+        refuses it there in the same way). With ``compiled`` (on a simulator's view),
+        the waiting jobs that would find no room, up to the next running job, are passed
+        over in one call (:func:`~baselines.tiresias_kernels.next_fit_nb`); only the
+        job that fits is placed here."""
         plan = view.capacity()
         if not all(hasattr(plan, a) for a in ("give_many", "take_many", "free_dev")):
             return self._walk_plain(view)  # a capacity model without them (the tests' reference)
-        key, movable, running = self._order(view)
+        key, movable, running, waiting = self._order(view)
         plan.give_many(movable)
         workers = np.asarray(view.workers)
         batchable = (np.asarray(view.nworkers)[movable] == workers[movable]) \
@@ -109,21 +117,52 @@ class Tiresias(SRPT):
         starts: list[int] = []
         batch: list[int] = []
         placed = False
-        for j in key.tolist():
+        skip = self._skipper(view, plan, key, waiting)
+        keys = key.tolist()
+        if skip is not None:  # run_end[i]: where the batchable running jobs from i end
+            ok = np.zeros(view.n_jobs, dtype=np.bool_)
+            ok[movable] = batchable
+            stop = np.where(ok[key] & ~waiting, len(keys), np.arange(len(keys)))
+            run_end = np.minimum.accumulate(stop[::-1])[::-1].tolist()
+            kept = np.zeros(len(keys), dtype=np.bool_)
+            keep_run = self._keeper(view, plan, key, waiting)
+        i, fits_at, drawn = 0, -1, False
+        while i < len(keys):
+            j = keys[i]
             if batch and (j not in running or placed or not can_batch[j]):
                 plan.take_many(np.asarray(batch, dtype=np.int64))  # in walk order
                 keep.update(batch)
                 batch = []
             if j not in running:
+                if skip is not None and i != fits_at:
+                    if not drawn:  # the type order of this decision point, drawn as before
+                        self.devices.candidates(view, j)
+                        drawn = True
+                    k = skip(i)  # the waiting jobs before k would find no room
+                    if k > i:
+                        i = fits_at = k
+                        continue
                 w = int(workers[j])  # a GPU type with fewer free GPUs than workers: no room
                 if any(plan.place(j, d) is not None for d in self.devices.candidates(view, j)
                        if is_cpu[d] or free_dev[d] >= w):
                     starts.append(j)
                     placed = True
+                i += 1
                 continue
             if not placed and can_batch[j]:
-                batch.append(j)
+                if skip is not None:  # the whole run of batchable running jobs
+                    batch.extend(keys[i:run_end[i]])
+                    i = run_end[i]
+                else:
+                    batch.append(j)
+                    i += 1
                 continue
+            if skip is not None and placed:  # each running job up to the next waiting one
+                e = keep_run(i, kept)
+                keep.update(key[i:e][kept[i:e]].tolist())
+                i = e
+                continue
+            i += 1
             where = current(view, j)  # a running job keeps its GPUs if still free
             if _free_in(plan, view, j, *where):
                 plan.take(j, *where)
@@ -131,9 +170,38 @@ class Tiresias(SRPT):
         keep.update(batch)  # the walk ends here: what they would take is not read again
         return self._carry_out(view, movable, keep, starts)
 
-    def _order(self, view) -> tuple[np.ndarray, np.ndarray, set[int]]:
+    def _skipper(self, view, plan, key: np.ndarray, waiting: np.ndarray):
+        """``skip(i)``: :func:`~baselines.tiresias_kernels.next_fit_nb` from walk position
+        ``i`` on ``plan`` as it is then; None when it does not apply (``compiled`` off, a
+        capacity model or view without the simulator's arrays, another device choice)."""
+        sim = getattr(view, "simulator", None) if self.compiled else None
+        if sim is None or not isinstance(plan, CapacityModel) or type(self.devices) is not AnyType:
+            return None
+        from baselines.tiresias_kernels import next_fit_nb
+
+        key = np.ascontiguousarray(key, dtype=np.int64)
+        args = (np.ascontiguousarray(waiting), np.asarray(view.workers), preference(view),
+                np.asarray(view.tput), np.asarray(view.cpus_need), np.asarray(view.mem),
+                sim.kernel_state.nodes, plan.ns)
+        return lambda i: next_fit_nb(key, i, *args)
+
+    @staticmethod
+    def _keeper(view, plan, key: np.ndarray, waiting: np.ndarray):
+        """``keep_run(i, kept)``: :func:`~baselines.tiresias_kernels.keep_running_nb` from
+        walk position ``i`` on ``plan`` (only with :meth:`_skipper`'s conditions)."""
+        from baselines.tiresias_kernels import keep_running_nb
+
+        key = np.ascontiguousarray(key, dtype=np.int64)
+        args = (np.ascontiguousarray(waiting), np.asarray(view.workers),
+                np.asarray(view.worker_node), np.asarray(view.worker_gpu),
+                np.asarray(view.cpus_need), np.asarray(view.mem), np.asarray(view.node_device),
+                view.simulator.kernel_state.nodes, plan.ns)
+        return lambda i, kept: keep_running_nb(key, i, *args, kept)
+
+    def _order(self, view) -> tuple[np.ndarray, np.ndarray, set[int], np.ndarray]:
         """The walk order (queue, running first, start or entry time, index), the running
-        jobs the walk may preempt, and them as a set."""
+        jobs the walk may preempt, them as a set, and which places of the walk hold a
+        waiting job."""
         q = np.asarray(view.queue, dtype=np.int64)
         r = np.asarray(view.running, dtype=np.int64)
         limit = view.max_preemptions
@@ -147,8 +215,8 @@ class Tiresias(SRPT):
         is_run = np.zeros(len(cand), dtype=np.int64)
         is_run[len(movable):] = 1  # 0 = running (first), 1 = waiting
         t = np.where(is_run == 0, np.asarray(view.run_start)[cand], self._entry[cand])
-        key = cand[np.lexsort((cand, t, is_run, self._q[cand]))]
-        return key, movable, set(movable.tolist())
+        perm = np.lexsort((cand, t, is_run, self._q[cand]))
+        return cand[perm], movable, set(movable.tolist()), is_run[perm] == 1
 
     def _walk_plain(self, view) -> list[Decision]:
         """The walk as first written (every running job given back, then tested and taken
@@ -187,11 +255,10 @@ class Tiresias(SRPT):
         """Record queue changes: a new job enters Q_0 at its arrival, a demoted one at
         the instant its service crossed the threshold."""
         qi = self.queue_of(svc[jobs])
+        moved = self._q[jobs] != qi
         now = float(view.now)
         status = np.asarray(view.status)
-        for j, qq in zip(jobs.tolist(), qi.tolist()):
-            if self._q[j] == qq:
-                continue
+        for j, qq in zip(jobs[moved].tolist(), qi[moved].tolist()):
             if self._q[j] < 0 and qq == 0:
                 self._entry[j] = float(view.arrival[j])
             elif status[j] == RUNNING:

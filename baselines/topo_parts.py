@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from baselines import topo_kernels as TK
+
 __all__ = ["LEVEL_COST", "MIN_COST", "Candidate", "SubsetSearch", "UtilityModel", "best_fit",
            "first_fit", "fit_mask", "gpus_by_socket", "level_cost"]
 
@@ -111,18 +113,22 @@ class SubsetSearch:
       placement; MIN if it is 0 or 1.
 
     ``kappa`` defaults to the scenario's ``interference_coeff``; ``domain`` to its
-    ``interference_domain``.
+    ``interference_domain``. ``compiled``: :meth:`best` through :mod:`baselines.topo_kernels`
+    (False: :meth:`best_grouped`, the same answers in Python).
     """
 
     model: UtilityModel = field(default_factory=UtilityModel)
     kappa: float | None = None
+    compiled: bool = True
     _bounds: dict = field(default_factory=dict, repr=False)
     _classes: list | None = field(default=None, repr=False)
+    _tables: _RunTables | None = field(default=None, repr=False)
 
     def reset(self) -> None:
-        """Forget the per-node bounds and node classes (a new run)."""
+        """Forget the per-node bounds, node classes and kernel tables (a new run)."""
         self._bounds.clear()
         self._classes = None
+        self._tables = None
 
     def comm(self, view: Any, n: int, gpus: tuple[int, ...]) -> float:
         """t(g): summed pairwise TOPO cost of GPUs ``gpus`` of node ``n`` (eq. 3)."""
@@ -150,15 +156,14 @@ class SubsetSearch:
         x = (self.comm(view, n, gpus) - lo) / (hi - lo)
         return min(1.0, self.model.floor(x))
 
-    def evaluate(self, view: Any, owner: np.ndarray, j: int, n: int,
-                 gpus: tuple[int, ...]) -> Candidate:
-        """Utilities of job ``j`` on GPUs ``gpus`` of node ``n``, next to the GPU owners
-        ``owner`` (``cap.gpu_owner[n]``)."""
+    def interference(self, view: Any, owner: np.ndarray, j: int, n: int,
+                     mine: set[int]) -> tuple[float, float]:
+        """``(n_I, n_I')`` of job ``j`` on node ``n`` next to the GPU owners ``owner`` when
+        its GPUs are on the sockets ``mine`` (class docstring)."""
         m = self.model
         kappa = view.options.interference_coeff if self.kappa is None else self.kappa
         sock = view.node_socket_of_gpu[n]
         g_n = int(view.node_gpus[n])
-        mine = {int(sock[g]) for g in gpus}
         by_node = view.options.interference_domain == "node"
         near = {int(owner[h]) for h in range(g_n)
                 if owner[h] >= 0 and (by_node or int(sock[h]) in mine)}
@@ -167,9 +172,17 @@ class SubsetSearch:
         if (owner[:g_n] >= 0).any():
             others = (m.floor(sum(kappa * view.sens[k] * view.press[j] for k in near) / len(near))
                       if near else m.min_cost)
-            n_int_sys = (n_int + others) / 2
-        else:
-            n_int_sys = n_int
+            return n_int, (n_int + others) / 2
+        return n_int, n_int
+
+    def evaluate(self, view: Any, owner: np.ndarray, j: int, n: int,
+                 gpus: tuple[int, ...]) -> Candidate:
+        """Utilities of job ``j`` on GPUs ``gpus`` of node ``n``, next to the GPU owners
+        ``owner`` (``cap.gpu_owner[n]``)."""
+        m = self.model
+        sock = view.node_socket_of_gpu[n]
+        g_n = int(view.node_gpus[n])
+        n_int, n_int_sys = self.interference(view, owner, j, n, {int(sock[g]) for g in gpus})
         total: dict[int, int] = {}
         free: dict[int, int] = {}
         for h in range(g_n):
@@ -184,6 +197,65 @@ class SubsetSearch:
 
     def best(self, view: Any, cap: Any, j: int) -> Candidate | None:
         """The best candidate for job ``j`` on the free GPUs of ``cap``, or None.
+
+        :meth:`best_grouped` compiled (:mod:`baselines.topo_kernels`): the same nodes,
+        subsets, floating-point operations and ties, so the same candidate, utilities
+        included; interference with ``kappa != 0`` is still summed in Python (per node and
+        socket set, :meth:`interference`). Falls back to :meth:`best_grouped` when
+        ``compiled`` is off or a node's sockets do not fit the kernel's socket masks."""
+        t = self._run_tables(view) if self.compiled else None
+        if t is None:
+            return self.best_grouped(view, cap, j)
+        w = int(view.workers[j])
+        if t.flat:
+            node, u_sys, u_job = TK.best_flat_nb(
+                w, view.tput[j], view.cpus_need[j], float(view.mem[j]), view.node_device,
+                view.dev_is_cpu, view.node_gpus, t.cls, cap.free_gpus, cap.free_cpus,
+                cap.free_mem, cap.gpu_owner, view.press, view.sens, view.node_socket_of_gpu,
+                t.cost, t.lo, t.hi, t.params, t.nodes, t.gpus)
+        else:
+            k = TK.reps_nb(w, view.tput[j], view.cpus_need[j], float(view.mem[j]),
+                           view.node_device, view.dev_is_cpu, view.node_gpus, t.cls,
+                           cap.free_gpus, cap.free_cpus, cap.free_mem, cap.gpu_owner,
+                           view.press, view.sens, t.nodes)
+            nodes = t.nodes[:k]
+            n_int, n_sys = self._interference_tables(view, cap, j, nodes, t.n_masks)
+            node, u_sys, u_job = TK.scan_nb(nodes, w, cap.gpu_owner, view.node_gpus,
+                                            view.node_socket_of_gpu, t.cost, t.lo, t.hi,
+                                            n_int, n_sys, False, t.params, t.gpus)
+        if node < 0:
+            return None
+        return Candidate(int(node), tuple(t.gpus[:w].tolist()), float(u_sys), float(u_job))
+
+    def _interference_tables(self, view: Any, cap: Any, j: int, nodes: np.ndarray,
+                             n_masks: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(n_I, n_I')[k, mask]`` on the ``k``-th of ``nodes`` for every set ``mask`` of
+        sockets with free GPUs there (one bit per socket id; nan elsewhere)."""
+        n_int = np.full((len(nodes), n_masks), np.nan)
+        n_sys = np.full((len(nodes), n_masks), np.nan)
+        w = int(view.workers[j])
+        for k, n in enumerate(nodes.tolist()):
+            owner = cap.gpu_owner[n]
+            g_n = int(view.node_gpus[n])
+            sock = view.node_socket_of_gpu[n, :g_n]
+            socks = sorted({int(s) for s in sock[owner[:g_n] < 0].tolist()})
+            for r in range(1, min(w, len(socks)) + 1):
+                for mine in itertools.combinations(socks, r):
+                    mask = sum(1 << s for s in mine)
+                    n_int[k, mask], n_sys[k, mask] = self.interference(view, owner, j, n,
+                                                                       set(mine))
+        return n_int, n_sys
+
+    def _run_tables(self, view: Any) -> _RunTables | None:
+        """This run's tables for the kernels (built at the first call with ``view``)."""
+        t = self._tables
+        if t is None or t.view is not view:
+            t = self._tables = _RunTables.build(view, self)
+        return t if t.ok else None
+
+    def best_grouped(self, view: Any, cap: Any, j: int) -> Candidate | None:
+        """:meth:`best` in Python (the definition the compiled path follows; tests
+        compare the two).
 
         Same answer as :meth:`best_naive` (every node in index order), faster: nodes of
         one class (device, GPU count, distances, sockets) whose free GPUs and running
@@ -241,6 +313,58 @@ def _node_classes(view: Any) -> list[tuple[int, int, np.ndarray]]:
                view.node_socket_of_gpu[n, :g].tobytes())
         groups.setdefault(key, []).append(n)
     return [(k[0], k[1], np.asarray(v, dtype=np.int64)) for k, v in groups.items()]
+
+
+#: Most sockets a node may have for the kernels' interference tables (2^this columns).
+MAX_MASK_SOCKETS = 10
+
+
+@dataclass
+class _RunTables:
+    """What :func:`baselines.topo_kernels.scan_nb` needs of one run, built once: node
+    classes (``cls``, -1 without GPUs), level costs ``cost[n, a, b]``, bounds
+    ``lo``/``hi[n, w]``, the utility constants ``params``, whether interference is flat
+    (``kappa = 0`` on finite ``press``/``sens``: every ``n_I`` is ``MIN``), and buffers."""
+
+    view: Any
+    ok: bool
+    cls: np.ndarray
+    cost: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    params: np.ndarray
+    flat: bool
+    n_masks: int
+    nodes: np.ndarray
+    gpus: np.ndarray
+
+    @classmethod
+    def build(cls, view: Any, search: SubsetSearch) -> _RunTables:
+        """The tables of ``view``'s cluster for ``search``'s model and ``kappa``."""
+        m = search.model
+        n_nodes, g_max = view.node_socket_of_gpu.shape
+        g_n = np.asarray(view.node_gpus, dtype=np.int64)
+        ids = np.full(n_nodes, -1, dtype=np.int64)
+        for c, (_, _, idx) in enumerate(_node_classes(view)):
+            ids[idx] = c
+        dist = np.asarray(view.node_dist, dtype=np.float64)
+        levels, where = np.unique(dist, return_inverse=True)
+        cost = np.asarray([level_cost(x) for x in levels.tolist()],
+                          dtype=np.float64)[where].reshape(dist.shape)
+        lo = np.zeros((n_nodes, g_max + 1))
+        hi = np.zeros((n_nodes, g_max + 1))
+        TK.bounds_nb(cost, g_n, lo, hi)
+        params = np.asarray([m.w_cc, m.w_int, m.w_frag, m.w_cc * (1 + 1 / 2),
+                             m.w_int * (1 + 1 / 2), 3 * m.min_cost ** (1 / 3),
+                             2 * m.min_cost ** (1 / 2), m.min_cost], dtype=np.float64)
+        kappa = view.options.interference_coeff if search.kappa is None else search.kappa
+        flat = bool(kappa == 0.0 and np.isfinite(view.press).all()
+                    and np.isfinite(view.sens).all())
+        used = view.node_socket_of_gpu[np.arange(g_max)[None, :] < g_n[:, None]]
+        n_sock = int(used.max()) + 1 if len(used) else 0
+        ok = bool(len(used) == 0 or used.min() >= 0) and (flat or n_sock <= MAX_MASK_SOCKETS)
+        return cls(view, ok, ids, cost, lo, hi, params, flat, 1 << min(n_sock, MAX_MASK_SOCKETS),
+                   np.empty(n_nodes, dtype=np.int64), np.empty(g_max, dtype=np.int64))
 
 
 def gpus_by_socket(view: Any, owner: np.ndarray, n: int) -> dict[int, list[int]]:

@@ -53,6 +53,6 @@ class AnyType:
 
     def candidates(self, view, job: int) -> list[int]:
         """The job's runnable device types in this decision point's order."""
-        ok = [int(d) for d in preference(view)[job] if d >= 0]
-        rank = self._ranks(view)
-        return sorted(ok, key=lambda d: rank[d])
+        ok = [d for d in preference(view)[job].tolist() if d >= 0]
+        rank = self._ranks(view)  # drawn at the first call of a decision point, always
+        return sorted(ok, key=lambda d: rank[d]) if len(ok) > 1 else ok
