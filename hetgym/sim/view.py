@@ -199,10 +199,16 @@ class View:
         one ``job`` a float, else float64[J] (Tiresias' ``executed_time x num_gpu``)."""
         s = self._sim
         js = s.js
-        live = (js.status == RUNNING) | (js.status == GRACE)
-        held = np.where(live, (s.now - np.nan_to_num(js.run_start)) * js.nworkers, 0.0)
-        out = js.attained + held
-        return float(out[job]) if job is not None else out
+        if job is not None:
+            out = js.attained[job]
+            if js.status[job] == RUNNING or js.status[job] == GRACE:
+                out = out + (s.now - np.nan_to_num(js.run_start[job])) * js.nworkers[job]
+            return float(out)
+        # the held time added to the live jobs only (the others' attained as it is)
+        live = np.flatnonzero((js.status == RUNNING) | (js.status == GRACE))
+        out = js.attained.copy()
+        out[live] += (s.now - np.nan_to_num(js.run_start[live])) * js.nworkers[live]
+        return out
 
     @property
     def at_round_boundary(self) -> bool:

@@ -174,3 +174,33 @@ def test_view_topology_and_rate_of() -> None:
     assert v.run_start[0] == 0.0
     with pytest.raises(ValueError, match="out of range"):
         v.rate_of(0, Placement.of([0, 7], [0, 0]))
+
+
+@pytest.mark.parametrize("name", ["tiresias", "gavel-las"])
+def test_attained_service_is_the_written_formula_bit_for_bit(name, monkeypatch) -> None:
+    """``View.attained_service`` (held time added to the live jobs only) equals, at every
+    call in whole runs of schedulers that use it (grace periods and preemptions on
+    fitgpp-lab), the formula written out over every job (attained + (now - run_start) x
+    workers where running or in a grace period, else + 0), whole and job by job, bit for bit."""
+    import baselines
+    from hetgym.sim.codes import GRACE, RUNNING
+    from hetgym.sim.view import View
+
+    real = View.attained_service
+    seen = {"calls": 0, "live": 0}
+
+    def checked(view, job=None):
+        js = view.simulator.js  # the simulator's own arrays
+        live = (js.status == RUNNING) | (js.status == GRACE)
+        want = js.attained + np.where(live, (view.now - np.nan_to_num(js.run_start)) * js.nworkers, 0.0)
+        got = real(view)
+        assert got.dtype == np.float64 and got.tobytes() == want.tobytes()
+        for j in np.flatnonzero(live)[:3].tolist() + [0]:
+            assert real(view, j) == float(want[j])
+        seen["calls"] += 1
+        seen["live"] += int(live.sum())
+        return real(view, job)
+
+    monkeypatch.setattr(View, "attained_service", checked)
+    hetgym.simulate(hetgym.scenarios.get("fitgpp-lab", n_jobs=512), baselines.make(name))
+    assert seen["calls"] > 20 and seen["live"] > 100
