@@ -168,7 +168,9 @@ class HadarE(Hadar):
     def decide_round(self, view) -> list[Decision]:
         """Hadar's plan, the fork fill, then the decisions."""
         plan, free, q, _ = self.plan(view)
-        cur = {j: copies_of_job(view, j) for j in np.asarray(view.running).tolist()}
+        forkable = np.asarray(view.forkable)  # fork_fill reads the copies of these only
+        cur = {j: copies_of_job(view, j) for j in np.asarray(view.running).tolist()
+               if forkable[j]}
         fork_fill(view, q, plan, free, cur)
         return emit(view, plan)
 
