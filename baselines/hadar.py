@@ -15,7 +15,8 @@ chosen for the queue by a DP over take/skip (Algorithm 2). At each boundary:
 2. Prices (:class:`~baselines.hadar_parts.PriceBook`), candidates and payoffs
    (:class:`~baselines.hadar_parts.FindAlloc`), DP (exact up to ``dp_limit`` jobs, else
    greedy) and backfill (:func:`~baselines.hadar_parts.payoff_dp`,
-   :func:`~baselines.hadar_parts.backfill`).
+   :func:`~baselines.hadar_parts.backfill`); the candidate search, the greedy pass and
+   the backfill run compiled (:mod:`baselines.hadar_kernels`, the same plan bit for bit).
 3. Decisions (:func:`~baselines.hadar_parts.emit`): kept placements -> nothing, changed ->
    ``Move`` (restart delay), left out -> ``Preempt``, new -> ``Start`` (mixed types allowed).
 
@@ -60,6 +61,7 @@ the DP) and is never the one preempted to break a cycle.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -95,6 +97,9 @@ class Hadar(RoundBased):
     sticky: bool = True
     dp_limit: int = 8
     backfill: bool = True
+    #: the compiled candidate search (:mod:`baselines.hadar_kernels`) on the simulator's own
+    #: view; False: the pure-Python one (the reference it is tested against)
+    compiled: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
         if self.realloc not in ("all", "new"):
@@ -140,7 +145,8 @@ class Hadar(RoundBased):
         if not q:
             return plan, free, q, current
         prices = PriceBook(view, np.asarray(q, dtype=np.int64))
-        find = FindAlloc(view, prices, self.utility, self.sticky, current)
+        find = FindAlloc(view, prices, self.utility, self.sticky, current, self.compiled,
+                         free.cpu_node)
         chosen, free = payoff_dp(q, free, find, self.dp_limit)
         if self.backfill:
             free = backfill(q, chosen, free, find)
@@ -162,7 +168,9 @@ class HadarE(Hadar):
     def decide_round(self, view) -> list[Decision]:
         """Hadar's plan, the fork fill, then the decisions."""
         plan, free, q, _ = self.plan(view)
-        cur = {j: copies_of_job(view, j) for j in np.asarray(view.running).tolist()}
+        forkable = np.asarray(view.forkable)  # fork_fill reads the copies of these only
+        cur = {j: copies_of_job(view, j) for j in np.asarray(view.running).tolist()
+               if forkable[j]}
         fork_fill(view, q, plan, free, cur)
         return emit(view, plan)
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from baselines.hadar_compiled import CompiledSearch
 from baselines.ledger import Ledger, preemptible
 from hetgym.decisions import Decision, Move, Placement, Preempt, Start
 from hetgym.sim.codes import JobStatus
@@ -196,10 +197,17 @@ class FindAlloc:
     A-H4) and ``d(w)`` = the restart delay unless ``w`` is the job's current placement or
     the job never ran. GPU ids on a node: the job's own if it holds some there, then GPUs
     no running job holds, then the lowest.
+
+    On the simulator's own view (``compiled``, the default) :meth:`best` and the greedy
+    pass and backfill (:meth:`greedy`) run compiled (:mod:`baselines.hadar_kernels`, same
+    results bit for bit); :meth:`candidates` and the rest are the pure-Python reference,
+    used on other views and with ``compiled=False``. ``cpu_node``: the plan's CPU-node
+    mask (computed from the view when not given).
     """
 
     def __init__(self, view, prices: PriceBook, utility: str = "throughput",
-                 sticky: bool = True, current: dict | None = None) -> None:
+                 sticky: bool = True, current: dict | None = None, compiled: bool = True,
+                 cpu_node: np.ndarray | None = None) -> None:
         if utility not in ("throughput", "normalized"):
             raise ValueError(f"Hadar: utility must be 'throughput' or 'normalized', got {utility!r}")
         self.view = view
@@ -215,6 +223,12 @@ class FindAlloc:
             g = pl.gpus >= 0
             owner[pl.nodes[g], pl.gpus[g]] = j
         self.held_by = owner
+        self.compiled: CompiledSearch | None = None
+        if compiled and CompiledSearch.usable(view):
+            if cpu_node is None:
+                cpu_node = np.asarray(view.dev_is_cpu)[self.node_dev]
+            self.compiled = CompiledSearch(view, prices, cpu_node, sticky,
+                                           utility == "normalized", self.current, owner)
 
     # ---------------------------------------------------------------- helpers
     def _gpus(self, j: int, h: int, k: int, state: PlanState) -> list[int]:
@@ -263,6 +277,16 @@ class FindAlloc:
                 return False
         return True
 
+    def greedy(self, jobs: list[int], chosen: dict, state: PlanState, greedy: bool
+               ) -> tuple[dict[int, Candidate], PlanState]:
+        """Compiled path only: the greedy pass of :func:`payoff_dp` (``greedy``) or the
+        :func:`backfill` (jobs not in ``chosen``, which gets the new ones) in one call."""
+        picks, (gpu, cpus, mem) = self.compiled.greedy(jobs, chosen, greedy, not greedy,
+                                                       state.gpu, state.cpus, state.mem)
+        for j, got in picks:
+            chosen[j] = Candidate(*got)
+        return chosen, PlanState(gpu, cpus, mem, state.cpu_node)
+
     # ------------------------------------------------------------ candidates
     def candidates(self, j: int, state: PlanState) -> list[Candidate]:
         """The job's candidate allocations on the plan ``state`` (may be empty)."""
@@ -302,6 +326,9 @@ class FindAlloc:
 
     def best(self, j: int, state: PlanState) -> Candidate | None:
         """The chosen allocation of ``j`` if its payoff is positive (Algorithm 2 l. 28-32)."""
+        if self.compiled is not None:
+            got = self.compiled.best(j, state.gpu, state.cpus, state.mem)
+            return None if got is None else Candidate(*got)
         cands = self.candidates(j, state)
         if not cands:
             return None
@@ -326,8 +353,12 @@ def _fill(order: list[int], room: np.ndarray, w: int) -> dict[int, int]:
 
 
 def _same(a: Placement, b: Placement) -> bool:
-    return sorted(zip(a.nodes.tolist(), a.gpus.tolist())) == \
-        sorted(zip(b.nodes.tolist(), b.gpus.tolist()))
+    return _same_pairs(a.nodes, a.gpus, b.nodes, b.gpus)
+
+
+def _same_pairs(an: np.ndarray, ag: np.ndarray, bn: np.ndarray, bg: np.ndarray) -> bool:
+    """Whether two placements (as node and GPU arrays) hold the same (node, GPU) pairs."""
+    return sorted(zip(an.tolist(), ag.tolist())) == sorted(zip(bn.tolist(), bg.tolist()))
 
 
 def payoff_dp(jobs: list[int], state: PlanState, find: FindAlloc, dp_limit: int
@@ -337,6 +368,8 @@ def payoff_dp(jobs: list[int], state: PlanState, find: FindAlloc, dp_limit: int
     ``len(jobs) <= dp_limit``, else greedy (take whenever ``mu > 0``, in order). Returns
     the chosen allocations and the plan state left."""
     v = find.view
+    if len(jobs) > dp_limit and find.compiled is not None:
+        return find.greedy(jobs, {}, state, greedy=True)
     if len(jobs) > dp_limit:
         chosen: dict[int, Candidate] = {}
         for j in jobs:
@@ -380,6 +413,8 @@ def payoff_dp(jobs: list[int], state: PlanState, find: FindAlloc, dp_limit: int
 
 def backfill(jobs: list[int], chosen: dict, state: PlanState, find: FindAlloc) -> PlanState:
     """A-H3: jobs the DP skipped, in order, on the leftover state (take if ``mu > 0``)."""
+    if find.compiled is not None:
+        return find.greedy(jobs, chosen, state, greedy=False)[1]
     for j in jobs:
         if j in chosen or not state.any():
             continue
@@ -455,29 +490,33 @@ def emit(view, plan: dict[int, list[Placement]]) -> list[Decision]:
             ledger.preempt(j)
             if float(view.grace[j]) <= 0:
                 owner[owner == j] = -1
-    pending: list[tuple[int, list[Placement], bool]] = []
+    workers, n_copies = np.asarray(view.workers), np.asarray(view.n_copies)
+    wnode, wgpu = np.asarray(view.worker_node), np.asarray(view.worker_gpu)
+    pending: list[list] = []  # [job, copies, moving, flat placement, its GPU (node, id) pairs]
     for j, copies in plan.items():
-        if int(status[j]) in (_RUNNING, _GRACE):
-            cur = copies_of_job(view, j)
-            if len(cur) == len(copies) and _same(_flat(cur), _flat(copies)):
+        st = int(status[j])
+        if st not in (_RUNNING, _GRACE, _QUEUED):
+            continue
+        pl = _flat(copies)
+        if st != _QUEUED:
+            k = int(n_copies[j])
+            n = k * int(workers[j])  # the running copies: _flat(copies_of_job(view, j))
+            if k == len(copies) and _same_pairs(wnode[j, :n], wgpu[j, :n], pl.nodes, pl.gpus):
                 continue
-            pending.append((j, copies, True))
-        elif int(status[j]) == _QUEUED:
-            pending.append((j, copies, False))
+        g = pl.gpus >= 0
+        pending.append([j, copies, st != _QUEUED, pl, (pl.nodes[g], pl.gpus[g])])
     while pending:
         left = []
-        for j, copies, moving in pending:
-            pl = _flat(copies)
-            g = pl.gpus >= 0
-            held = owner[pl.nodes[g], pl.gpus[g]]
-            if np.all((held < 0) | (held == j)) and (ledger.move(j, pl) if moving
-                                                    else ledger.start(j, pl)):
+        for item in pending:
+            j, copies, moving, pl, at = item
+            if all(h < 0 or h == j for h in owner[at].tolist()) and (
+                    ledger.move(j, pl) if moving else ledger.start(j, pl)):
                 owner[owner == j] = -1
-                owner[pl.nodes[g], pl.gpus[g]] = j
+                owner[at] = j
                 arg = copies if len(copies) > 1 else copies[0]
                 out.append(Move(j, arg) if moving else Start(j, None, arg))
             else:
-                left.append((j, copies, moving))
+                left.append(item)
         if len(left) == len(pending):
             stuck = next((p for p in left if p[2] and float(view.grace[p[0]]) <= 0
                           and preemptible(view, p[0])), None)
@@ -486,7 +525,7 @@ def emit(view, plan: dict[int, list[Placement]]) -> list[Decision]:
             out.append(Preempt(stuck[0]))
             ledger.preempt(stuck[0])
             owner[owner == stuck[0]] = -1
-            left = [(j, c, False) if j == stuck[0] else (j, c, m) for j, c, m in left]
+            stuck[2] = False  # started again once its resources are free
         pending = left
     return out
 
