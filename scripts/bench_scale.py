@@ -68,7 +68,7 @@ def scale_scenario(n_jobs: int, load: float, seed: int = 0):
 
 
 def _run(kind: str, name: str, n_jobs: int, load: float, conn) -> None:
-    """Child process: warm up ``name`` on a tiny scenario, then time the real run."""
+    """Child process: warm up ``name`` on a small scenario, then time the real run."""
     try:
         import baselines
         import hetgym
@@ -77,7 +77,9 @@ def _run(kind: str, name: str, n_jobs: int, load: float, conn) -> None:
             tiny = scale_scenario(40, load)
             sc = scale_scenario(n_jobs, load)
         else:
-            tiny = hetgym.scenarios.get("fitgpp-lab", n_jobs=64)
+            # up to 512 jobs: enough for every decision kind to occur (Gavel makes its first
+            # moves between 256 and 512 jobs), so that no kernel compiles in the timed run
+            tiny = hetgym.scenarios.get("fitgpp-lab", n_jobs=min(512, n_jobs))
             sc = hetgym.scenarios.get("fitgpp-lab", n_jobs=n_jobs)
         hetgym.simulate(tiny, baselines.make(name))
         conn.send({"ready": True})  # the timeout starts now
