@@ -28,7 +28,8 @@ with Gavel's simulator (docs/gavel.md). FTF is solved by bisection on the
 max ratio (the problem is quasi-convex), not by cvxpy's ``inv_pos`` program.
 
 The constraint matrices are built directly in CSC form (:func:`_csc`, the same arrays
-the sparse stacking of :func:`base_constraints` gave ``linprog``) and handed to HiGHS
+the sparse stacking of the replaced code gave ``linprog``; that code is kept as the
+reference in ``tests/baselines/gavel_reference.py``) and handed to HiGHS
 by :func:`baselines.gavel_highs.solve` with ``linprog``'s options and acceptance test.
 """
 
@@ -52,7 +53,6 @@ def linprog(*args, **kwargs):
 
 __all__ = [
     "agnostic",
-    "base_constraints",
     "finish_time_fairness",
     "isolated_throughput",
     "las",
@@ -81,20 +81,6 @@ def agnostic(T: np.ndarray) -> np.ndarray:
     return (np.asarray(T) > 0).astype(np.float64)
 
 
-def base_constraints(sf: np.ndarray, n: np.ndarray, extra: int = 0):
-    """``(A_ub, b_ub)`` of Gavel's base constraints on ``x`` flattened row-major (job-major),
-    with ``extra`` trailing zero columns (for auxiliary variables)."""
-    sf = np.asarray(sf, dtype=np.float64)
-    n = np.asarray(n, dtype=np.float64)
-    m, k = len(sf), len(n)
-    rows = _sp().kron(_sp().identity(m, format="csr"), _sp().csr_matrix(np.ones((1, k))))  # sum_k x_jk <= 1
-    cols = _sp().kron(_sp().csr_matrix(sf.reshape(1, -1)), _sp().identity(k, format="csr"))  # sum_j sf_j x_jk <= n_k
-    a = _sp().vstack([rows, cols]).tocsr()
-    if extra:
-        a = _sp().hstack([a, _sp().csr_matrix((a.shape[0], extra))]).tocsr()
-    return a, np.concatenate([np.ones(m), n])
-
-
 def _lu(T: np.ndarray, extra: list[tuple[float, float]] = ()) -> tuple[np.ndarray, np.ndarray]:
     """Column bounds as arrays: ``x_jk`` in ``[0, 1]``, fixed at 0 where ``T_jk = 0``;
     then ``extra`` (auxiliary variables)."""
@@ -106,8 +92,9 @@ def _lu(T: np.ndarray, extra: list[tuple[float, float]] = ()) -> tuple[np.ndarra
 def _csc(sf: np.ndarray, k: int, blocks: list[np.ndarray],
          aux: list[tuple[np.ndarray, np.ndarray]] = ()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """CSC parts ``(indptr, indices, data)`` of the matrix the sparse ``vstack`` /
-    ``hstack`` of this module used to build: Gavel's base constraints
-    (:func:`base_constraints`: rows ``0..m-1`` per job, ``m..m+k-1`` per type), then one
+    ``hstack`` of this module used to build: Gavel's base constraints (rows
+    ``0..m-1``: ``sum_k x_jk <= 1`` per job; ``m..m+k-1``: ``sum_j sf_j x_jk <= n_k`` per
+    type), then one
     row per job for each ``m x k`` block of ``blocks`` (row ``j`` of a block holds
     ``block[j]`` in job ``j``'s columns, explicit zeros included), on the ``m * k``
     columns of ``x``; then the auxiliary columns ``aux`` (``(rows, values)`` each).

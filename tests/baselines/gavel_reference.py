@@ -14,13 +14,27 @@ from baselines.gavel_lp import (
     _check,
     _method,
     _sp,
-    base_constraints,
     linprog,
     proportional_throughput,
 )
 from baselines.gavel_place import current
 from hetgym.decisions import Placement
 from hetgym.sim.codes import RUNNING
+
+
+def base_constraints(sf: np.ndarray, n: np.ndarray, extra: int = 0):
+    """(Formerly ``baselines.gavel_lp.base_constraints``.) ``(A_ub, b_ub)`` of Gavel's
+    base constraints on ``x`` flattened row-major (job-major), with ``extra`` trailing
+    zero columns (for auxiliary variables)."""
+    sf = np.asarray(sf, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    m, k = len(sf), len(n)
+    rows = _sp().kron(_sp().identity(m, format="csr"), _sp().csr_matrix(np.ones((1, k))))  # sum_k x_jk <= 1
+    cols = _sp().kron(_sp().csr_matrix(sf.reshape(1, -1)), _sp().identity(k, format="csr"))  # sum_j sf_j x_jk <= n_k
+    a = _sp().vstack([rows, cols]).tocsr()
+    if extra:
+        a = _sp().hstack([a, _sp().csr_matrix((a.shape[0], extra))]).tocsr()
+    return a, np.concatenate([np.ones(m), n])
 
 
 class _Free:
