@@ -67,7 +67,9 @@ def assign_workers(view, scheduled: dict[int, list[int]], held: np.ndarray
     per_type = [[int(j) for j in scheduled[k]] for k in types]
     jobs = np.fromiter((j for js in per_type for j in js), dtype=np.int64)
     if len(np.unique(jobs)) < len(jobs):
-        raise ValueError("Gavel: a job is scheduled on more than one type")
+        ids, n = np.unique(jobs, return_counts=True)
+        raise ValueError(f"Gavel: a job is scheduled on more than one type (jobs "
+                         f"{ids[n > 1].tolist()}; each job may be on one type of the round)")
     ptr = np.zeros(len(types) + 1, dtype=np.int64)
     ptr[1:] = np.cumsum([len(js) for js in per_type])
     workers = np.asarray(view.workers)

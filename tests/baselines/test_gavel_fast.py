@@ -115,7 +115,7 @@ def test_a_job_on_two_types_is_refused() -> None:
     from hetgym.sim.engine import Simulator
 
     view = Simulator(sc).view
-    with pytest.raises(ValueError, match="more than one type"):
+    with pytest.raises(ValueError, match=r"more than one type \(jobs \[1\]"):
         gavel_place.assign_workers(view, {0: [1], 1: [1]}, np.zeros(0, dtype=np.int64))
 
 
