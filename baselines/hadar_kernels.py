@@ -35,6 +35,7 @@ import numpy as np
 from numba import njit
 
 from hetgym.sim.interference import interfered_rate_nb
+from hetgym.sim.kernels import same_pairs_nb
 
 __all__ = ["any_free_nb", "best_nb", "greedy_nb", "slots_nb", "take_nb"]
 
@@ -145,22 +146,6 @@ def _same_counts(cn, ck, ncnt, a, b):
                 hit = ck[b, t] == ck[a, s]
                 break
         if not hit:
-            return False
-    return True
-
-
-@njit(cache=True)
-def _same_pairs(w, an, ag, bn, bg):
-    """Whether two placements hold the same (node, GPU) pairs (as multisets)."""
-    for i in range(w):
-        ka = 0
-        kb = 0
-        for t in range(w):
-            if an[t] == an[i] and ag[t] == ag[i]:
-                ka += 1
-            if bn[t] == an[i] and bg[t] == ag[i]:
-                kb += 1
-        if ka != kb:
             return False
     return True
 
@@ -322,7 +307,7 @@ def best_nb(j, st, jb, nd, cu, opt, P, ns, scr, ok, used):
         nc += 1
     b = -1
     for c in range(nc):
-        same = p >= 0 and _same_pairs(w, pn[c], pg[c], cur_nodes[p:p + w], cur_gpus[p:p + w])
+        same = p >= 0 and same_pairs_nb(w, pn[c], pg[c], cur_nodes[p:p + w], cur_gpus[p:p + w])
         if same:
             kind[c] = 0
         cf[c, 0] = _cost(c, st, nd, scr)

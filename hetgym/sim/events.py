@@ -35,6 +35,7 @@ from hetgym.sim.kernels import (
     queue_push_front_nb,
     queue_push_nb,
     queue_remove_nb,
+    same_pairs_nb,
 )
 from hetgym.sim.state import (
     ACC_ENERGY,
@@ -438,17 +439,7 @@ def _same_placement_nb(job, w, wnodes, wgpus, P, S):
     js = S.job
     if w != js.nworkers[job]:
         return False
-    for i in range(w):
-        want = 0
-        have = 0
-        for k in range(w):
-            if wnodes[k] == wnodes[i] and wgpus[k] == wgpus[i]:
-                want += 1
-            if js.worker_node[job, k] == wnodes[i] and js.worker_gpu[job, k] == wgpus[i]:
-                have += 1
-        if want != have:
-            return False
-    return True
+    return same_pairs_nb(w, wnodes, wgpus, js.worker_node[job], js.worker_gpu[job])
 
 
 @njit(cache=True, no_cfunc_wrapper=True)

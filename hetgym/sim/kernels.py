@@ -34,6 +34,23 @@ SCR_SLOTS, SCR_TAKE, SCR_ORDER = 0, 1, 2
 
 
 @njit(cache=True, inline="always")
+def same_pairs_nb(w, an, ag, bn, bg):
+    """Whether the first ``w`` (node, GPU) pairs of ``(an, ag)`` and ``(bn, bg)`` are the
+    same multiset (a placement and a job's current one; Hadar's kept-placement test)."""
+    for i in range(w):
+        ka = 0
+        kb = 0
+        for t in range(w):
+            if an[t] == an[i] and ag[t] == ag[i]:
+                ka += 1
+            if bn[t] == an[i] and bg[t] == ag[i]:
+                kb += 1
+        if ka != kb:
+            return False
+    return True
+
+
+@njit(cache=True, inline="always")
 def slots_free_nb(is_cpu, cpus, mem, gpus_free, cpus_free, mem_free):
     """How many workers (each: 1 GPU unless ``is_cpu``, ``cpus`` cores, ``mem`` GB) fit in
     a node's free GPUs, cores and memory (scalars: an array handed to an inlined helper
