@@ -77,6 +77,7 @@ from baselines.andreas_parts import (
     take_gpus,
 )
 from baselines.andreas_prep import plan_tables_nb, start_walk_nb
+from hetgym.autopar import BOTH
 from hetgym.decisions import Decision, Placement, Start
 from hetgym.sim.codes import GRACE, RUNNING
 
@@ -128,19 +129,32 @@ class AndreasRG:
 
         self._chunks = int(numba.get_num_threads())
         par = self.parallel if self._chunks > 1 else False
-        self._chooser = KernelChooser() if par is None else None
+        # both kernels timed on the same calls, a trial at least every 1,000 calls: the
+        # search's time swings 2-5x between consecutive calls (BENCHMARKS.md)
+        self._chooser = KernelChooser(paired=True, max_gap=1000) if par is None else None
         self._kernel = 1 if par else 0
         if par is not False:
             prefer_workqueue()  # OpenMP's spinning threads made the search 5x slower under load
 
     def _search(self, *args: Any) -> float:
-        """The search kernel on ``args`` (:func:`rg_search_nb`'s), serial or threaded."""
+        """The search kernel on ``args`` (:func:`rg_search_nb`'s), serial or threaded; on
+        the chooser's trial calls both, the one not kept on copies of ``args`` (both give
+        the same plan bit for bit, so the copy's is dropped)."""
         ch = self._chooser
         k = self._kernel if ch is None else ch.pick()
+        if k == BOTH:
+            copy = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+            first = ch.first_of_both()
+            f = {kk: self._timed(kk, args if kk == ch.best else copy) for kk in (first, 1 - first)}
+            return f[ch.best]
+        return self._timed(k, args)
+
+    def _timed(self, k: int, args: tuple) -> float:
+        """Kernel ``k`` (0 serial, 1 threaded) on ``args``, its wall time told to the chooser."""
         t = perf_counter()
         f = rg_search_nb(*args) if k == 0 else rg_search_par_nb(*args, self._chunks)
-        if ch is not None:
-            ch.record(k, perf_counter() - t)
+        if self._chooser is not None:
+            self._chooser.record(k, perf_counter() - t)
         return f
 
     def _tables(self, view: Any) -> tuple:

@@ -8,7 +8,10 @@ for the scheduler: a call can take 10-100x longer than the serial loop
 (BENCHMARKS.md). Both kernels compute every sub-env the same way, so the choice
 changes nothing but speed: :class:`KernelChooser` times the calls of the kernel in
 use (wall clock), tries the other one now and then, so that trials cost about
-``share`` of the time, and keeps the faster.
+``share`` of the time, and keeps the faster. Where the work of a call varies from call to
+call (ANDREAS RG's search: its time moves 2-5x between consecutive calls), ``paired=True``
+has the caller run both kernels on the same call during a trial, so that each comparison
+is of the same work.
 """
 
 from __future__ import annotations
@@ -18,7 +21,11 @@ from collections import deque
 from collections.abc import Callable
 from time import perf_counter
 
-__all__ = ["KernelChooser", "prefer_workqueue"]
+__all__ = ["BOTH", "KernelChooser", "prefer_workqueue"]
+
+BOTH = 2
+"""What :meth:`KernelChooser.pick` returns, with ``paired=True``, for a call on which the
+caller runs both kernels (one on copies of the inputs) and records each one's time."""
 
 
 def prefer_workqueue() -> str:
@@ -55,18 +62,35 @@ class KernelChooser:
     spans a time slice of another process (a 40 us call taking 4 ms), which would decide
     a mean of a few calls.
 
+    With ``paired=True`` a trial's calls are :data:`BOTH`: the caller runs both kernels on
+    each (their order alternating from call to call) and records both times; the other
+    kernel wins when the median, over the trial's calls but the first, of its time over
+    the kept kernel's on the same call is below 1. Without it, the trial's recent times
+    are compared with the kept kernel's recent ones, made on other calls: where the work
+    per call swings, as ANDREAS RG's does, five calls a side decide little.
+
     Args:
         share: Fraction of the time spent trying the kernel not in use: after a trial
             that took ``t`` seconds, the next comes ``t / share`` seconds later.
         probe_len: Calls of a trial.
         keep: Recent call times kept per kernel.
         clock: Time source of the trial schedule (tests pass a fake one).
+        paired: Trials time both kernels on the same calls (above).
+        max_gap: At most this many calls between trials (None: no bound). The time rule
+            alone spaces trials by the length of the last one: one trial made while calls
+            were long, or while the other core was busy, can put off the next for
+            thousands of short calls.
     """
 
     def __init__(self, share: float = 0.02, probe_len: int = 6, keep: int = 15,
-                 clock: Callable[[], float] = perf_counter) -> None:
+                 clock: Callable[[], float] = perf_counter, paired: bool = False,
+                 max_gap: int | None = None) -> None:
         self.share = float(share)
         self.probe_len = int(probe_len)
+        self.paired = bool(paired)
+        self.max_gap = None if max_gap is None else int(max_gap)
+        self._ratios: list[float] = []  # a paired trial's (other / kept) time ratios
+        self._both: list[float | None] = [None, None]  # this BOTH call's times so far
         self.clock = clock
         self.recent: list[deque] = [deque(maxlen=keep), deque(maxlen=keep)]
         self.best = 1
@@ -83,29 +107,54 @@ class KernelChooser:
         return [statistics.median(r) if r else None for r in self.recent]
 
     def pick(self) -> int:
-        """The kernel for the next call."""
+        """The kernel for the next call: 0, 1, or :data:`BOTH` (only with ``paired``)."""
         if self._left:
             self._left -= 1
-            return self._trial
+            return BOTH if self.paired else self._trial
         now = self.clock()
         if self._t0 is not None:  # a trial just ended: keep the faster, next trial after t / share
-            tried, kept = self.median[self._trial], self.median[self.best]
-            if tried is not None and (kept is None or tried < kept):
+            if self._trial_won():
                 self.best = self._trial
             self._next = now + (now - self._t0) / self.share
             self._t0 = None
         other = 1 - self.best
-        if self._used >= 3 and (not self.recent[other] or now >= self._next):
+        due = now >= self._next or (self.max_gap is not None and self._used >= self.max_gap)
+        if self._used >= 3 and (not self.recent[other] or due):
             self._left = self.probe_len - 1
             self._trial = other
             self._t0 = now
             self._used = 0
-            return other
+            self._ratios = []
+            return BOTH if self.paired else other
         self._used += 1
         return self.best
 
+    def _trial_won(self) -> bool:
+        """Whether the kernel of the trial that just ended beat the kept one."""
+        if self.paired:
+            r = self._ratios[1:]  # the first call left out, as after a switch
+            return bool(r) and statistics.median(r) < 1.0
+        tried, kept = self.median[self._trial], self.median[self.best]
+        return tried is not None and (kept is None or tried < kept)
+
+    def first_of_both(self) -> int:
+        """On a :data:`BOTH` call, the kernel to run first (alternating over the trial, so
+        neither always finds the caches the other left)."""
+        return (self._left + self.best) % 2
+
     def record(self, kernel: int, seconds: float) -> None:
-        """The wall time of a call of ``kernel`` (the one :meth:`pick` gave)."""
+        """The wall time of a call of ``kernel`` (the one :meth:`pick` gave; on a
+        :data:`BOTH` call, each kernel's)."""
+        if self.paired and self._t0 is not None:  # a paired trial's call
+            self.recent[kernel].append(seconds)
+            both = self._both
+            both[kernel] = seconds
+            if both[0] is not None and both[1] is not None:
+                kept = both[self.best]
+                self._ratios.append(both[self._trial] / kept if kept > 0.0 else 1.0)
+                self._both = [None, None]
+            self._last = kernel
+            return
         switched = kernel != self._last
         self._last = kernel
         if not switched:

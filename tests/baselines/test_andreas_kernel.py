@@ -187,3 +187,22 @@ def test_runs_match_with_one_or_two_threads(name: str, kw: dict) -> None:
         assert_same_schedule(sc, AndreasRG(max_iter=100, parallel=True), AndreasRG(max_iter=100, parallel=False))
     finally:
         numba.set_num_threads(before)
+
+
+def test_the_kernel_chooser_times_both_kernels_and_keeps_the_schedule() -> None:
+    """The default (``parallel=None``): on the chooser's trial calls both kernels run, the
+    one not kept on copies; the schedule is the serial search's."""
+    import numba
+
+    if numba.get_num_threads() < 2:
+        pytest.skip("Numba has one thread here: the chooser is not used")
+    ran = []
+
+    class Spied(AndreasRG):
+        def _timed(self, k: int, args: tuple) -> float:
+            ran.append(k)
+            return super()._timed(k, args)
+
+    sc = hetgym.scenarios.get("fitgpp-lab", n_jobs=200, nodes=12)
+    assert_same_schedule(sc, Spied(max_iter=100), AndreasRG(max_iter=100, parallel=False))
+    assert ran.count(0) >= 6 and ran.count(1) >= 6  # a trial of six calls ran both
