@@ -17,7 +17,7 @@ chosen for the queue by a DP over take/skip (Algorithm 2). At each boundary:
    greedy) and backfill (:func:`~baselines.hadar_parts.payoff_dp`,
    :func:`~baselines.hadar_parts.backfill`); the candidate search, the greedy pass and
    the backfill run compiled (:mod:`baselines.hadar_kernels`, the same plan bit for bit).
-3. Decisions (:func:`~baselines.hadar_parts.emit`): kept placements -> nothing, changed ->
+3. Decisions (:func:`~baselines.hadar_emit.emit`): kept placements -> nothing, changed ->
    ``Move`` (restart delay), left out -> ``Preempt``, new -> ``Start`` (mixed types allowed).
 
 ``hadare`` (paper §V): Hadar, then every idle node is filled with a *copy* of a forkable
@@ -50,7 +50,7 @@ Beyond the paper: CPU nodes take part (a worker takes cores and memory; the pric
 CPU node uses its share of cores given); the plan tracks GPUs by id, cores and memory.
 A decision whose GPUs are still held by a job in its grace period is dropped for the
 round (Hadar's workloads have no grace period); a cycle of moves is broken by a
-preemption and a start (:func:`~baselines.hadar_parts.emit`). Decisions are issued in an
+preemption and a start (:func:`~baselines.hadar_emit.emit`). Decisions are issued in an
 order in which each one's GPUs, cores and memory are free (a move onto a node waits for
 the jobs leaving it). The scenario's preemption limit (``max_preemptions``, not in the
 paper): a running job that may not be preempted any more keeps its placement through
@@ -65,13 +65,12 @@ from typing import ClassVar
 
 import numpy as np
 
+from baselines.hadar_emit import copies_of_job, emit
 from baselines.hadar_parts import (
     FindAlloc,
     PlanState,
     PriceBook,
     backfill,
-    copies_of_job,
-    emit,
     fork_fill,
     payoff_dp,
 )

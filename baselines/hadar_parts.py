@@ -1,6 +1,6 @@
 """Parts of Hadar / HadarE (Sultana et al., TPDS; stage-2 spec §3.1): prices, allocation
-candidates, the payoff DP with backfill, HadarE's fork fill, and the emission of a round's
-plan as decisions.
+candidates, the payoff DP with backfill and HadarE's fork fill (a round's plan as
+decisions: :mod:`baselines.hadar_emit`).
 
 A :class:`PlanState` holds what this round's plan has not given yet (GPUs by id, cores
 and memory per node); an *allocation* is a :class:`~hetgym.decisions.Placement` whose
@@ -17,9 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from baselines.hadar_compiled import CompiledSearch
-from baselines.ledger import Ledger, preemptible
-from hetgym.decisions import Decision, Move, Placement, Preempt, Start
-from hetgym.sim.codes import JobStatus
+from hetgym.decisions import Placement
 
 __all__ = [
     "Candidate",
@@ -27,28 +25,13 @@ __all__ = [
     "PlanState",
     "PriceBook",
     "backfill",
-    "copies_of_job",
-    "emit",
     "fork_fill",
     "payoff_dp",
-    "placement_of_job",
     "price_eq5",
+    "same_pairs",
 ]
 
-_RUNNING, _GRACE, _QUEUED = int(JobStatus.RUNNING), int(JobStatus.GRACE), int(JobStatus.QUEUED)
 _TIE = 1e-12
-
-
-def placement_of_job(view, j: int, copy: int = 0) -> Placement:
-    """Copy ``copy`` of running job ``j`` as a placement (copy c = worker slots [c W, (c+1) W))."""
-    w = int(view.workers[j])
-    sl = slice(copy * w, (copy + 1) * w)
-    return Placement(np.array(view.worker_node[j, sl]), np.array(view.worker_gpu[j, sl]))
-
-
-def copies_of_job(view, j: int) -> list[Placement]:
-    """Every copy of running job ``j``."""
-    return [placement_of_job(view, j, c) for c in range(int(view.n_copies[j]))]
 
 
 class PlanState:
@@ -353,10 +336,10 @@ def _fill(order: list[int], room: np.ndarray, w: int) -> dict[int, int]:
 
 
 def _same(a: Placement, b: Placement) -> bool:
-    return _same_pairs(a.nodes, a.gpus, b.nodes, b.gpus)
+    return same_pairs(a.nodes, a.gpus, b.nodes, b.gpus)
 
 
-def _same_pairs(an: np.ndarray, ag: np.ndarray, bn: np.ndarray, bg: np.ndarray) -> bool:
+def same_pairs(an: np.ndarray, ag: np.ndarray, bn: np.ndarray, bg: np.ndarray) -> bool:
     """Whether two placements (as node and GPU arrays) hold the same (node, GPU) pairs."""
     return sorted(zip(an.tolist(), ag.tolist())) == sorted(zip(bn.tolist(), bg.tolist()))
 
@@ -466,70 +449,3 @@ def fork_fill(view, jobs: list[int], plan: dict[int, list[Placement]], state: Pl
         state = state.take(view, j, pl)
         rate[j] = view.rate_of(j, plan[j])
     return state
-
-
-def emit(view, plan: dict[int, list[Placement]]) -> list[Decision]:
-    """Decisions that turn the running set into ``plan`` (job -> copies):
-    running jobs left out are preempted first; kept placements give nothing; changed ones
-    a :class:`Move`, new ones a :class:`Start`, each issued once its GPUs, cores and
-    memory are free (:class:`~baselines.ledger.Ledger`: a move onto a node waits until
-    the jobs leaving that node's GPUs or cores have moved). A cycle of moves is broken by
-    preempting one of them that may be preempted (:func:`~baselines.ledger.preemptible`)
-    and starting it afterwards. A decision whose resources stay taken (a job in a grace
-    period, a job at the preemption limit, which keeps running where it is) is dropped
-    for this round."""
-    out: list[Decision] = []
-    ledger = Ledger(view)
-    owner = np.array(view.capacity().gpu_owner)
-    status = np.asarray(view.status)
-    for j in np.asarray(view.running).tolist():
-        if j not in plan:
-            if not preemptible(view, j):
-                continue  # a grace period, or the preemption limit: it keeps its resources
-            out.append(Preempt(j))
-            ledger.preempt(j)
-            if float(view.grace[j]) <= 0:
-                owner[owner == j] = -1
-    workers, n_copies = np.asarray(view.workers), np.asarray(view.n_copies)
-    wnode, wgpu = np.asarray(view.worker_node), np.asarray(view.worker_gpu)
-    pending: list[list] = []  # [job, copies, moving, flat placement, its GPU (node, id) pairs]
-    for j, copies in plan.items():
-        st = int(status[j])
-        if st not in (_RUNNING, _GRACE, _QUEUED):
-            continue
-        pl = _flat(copies)
-        if st != _QUEUED:
-            k = int(n_copies[j])
-            n = k * int(workers[j])  # the running copies: _flat(copies_of_job(view, j))
-            if k == len(copies) and _same_pairs(wnode[j, :n], wgpu[j, :n], pl.nodes, pl.gpus):
-                continue
-        g = pl.gpus >= 0
-        pending.append([j, copies, st != _QUEUED, pl, (pl.nodes[g], pl.gpus[g])])
-    while pending:
-        left = []
-        for item in pending:
-            j, copies, moving, pl, at = item
-            if all(h < 0 or h == j for h in owner[at].tolist()) and (
-                    ledger.move(j, pl) if moving else ledger.start(j, pl)):
-                owner[owner == j] = -1
-                owner[at] = j
-                arg = copies if len(copies) > 1 else copies[0]
-                out.append(Move(j, arg) if moving else Start(j, None, arg))
-            else:
-                left.append(item)
-        if len(left) == len(pending):
-            stuck = next((p for p in left if p[2] and float(view.grace[p[0]]) <= 0
-                          and preemptible(view, p[0])), None)
-            if stuck is None:
-                break  # what is left waits for resources held through a grace period
-            out.append(Preempt(stuck[0]))
-            ledger.preempt(stuck[0])
-            owner[owner == stuck[0]] = -1
-            stuck[2] = False  # started again once its resources are free
-        pending = left
-    return out
-
-
-def _flat(copies: list[Placement]) -> Placement:
-    return Placement(np.concatenate([c.nodes for c in copies]),
-                     np.concatenate([c.gpus for c in copies]))

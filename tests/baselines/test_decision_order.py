@@ -12,7 +12,7 @@ import pytest
 import baselines
 import hetgym
 from baselines.gavel_place import carry_out
-from baselines.hadar_parts import emit
+from baselines.hadar_emit import emit
 from baselines.ledger import Ledger, at_limit, preemptible
 from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
 from hetgym.decisions import Move, Placement, Preempt, Start

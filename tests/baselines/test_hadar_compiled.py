@@ -15,13 +15,12 @@ from hypothesis import strategies as st
 
 import hetgym
 from baselines.hadar import Hadar, HadarE
+from baselines.hadar_emit import copies_of_job, placement_of_job
 from baselines.hadar_parts import (
     FindAlloc,
     PlanState,
     PriceBook,
-    copies_of_job,
     fork_fill,
-    placement_of_job,
 )
 from baselines.ledger import Ledger, preemptible
 from hetgym import Workload
@@ -45,7 +44,7 @@ def _same(a, b):
 
 
 def reference_emit(view, plan):
-    """``baselines.hadar_parts.emit`` as written before (one ``_flat`` per try)."""
+    """``baselines.hadar_emit.emit`` as written before (one ``_flat`` per try)."""
     out = []
     ledger = Ledger(view)
     owner = np.array(view.capacity().gpu_owner)
