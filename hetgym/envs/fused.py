@@ -19,6 +19,7 @@ from hetgym.envs.features import observe_nb
 from hetgym.sim.codes import RUNNING
 from hetgym.sim.events import STEP_LOG_FULL, STEP_MOVED, STEP_NONE, place_start_nb, preempt_nb, step_nb
 from hetgym.sim.kernels import mask_nb, queue_compact_nb
+from hetgym.sim.mirror import packer, struct_of
 from hetgym.sim.state import (
     ACC_ENERGY,
     ACC_NOW,
@@ -30,7 +31,7 @@ from hetgym.sim.state import (
     CTR_RUN,
 )
 
-__all__ = ["EnvParams", "EnvState", "accrue_nb", "accrue_step_nb", "decide_point_nb", "update_mask_nb", "window_mask_nb", "refresh_nb",
+__all__ = ["EnvParams", "EnvState", "EnvParamsK", "EnvStateK", "env_mirror", "accrue_nb", "accrue_step_nb", "decide_point_nb", "update_mask_nb", "window_mask_nb", "refresh_nb",
            "start_and_decide_nb", "act_nb", "step_reward_nb", "step_batch_nb", "step_batch_par_nb", "finish_row_nb",
            "new_batch_nb", "set_batch_nb", "reset_row_nb", "write_row_nb",
            "REW_JCT", "REW_SLOWDOWN", "REW_MAKESPAN", "REW_TARDINESS", "REW_INV_BEST",
@@ -78,6 +79,26 @@ class EnvState(NamedTuple):
     rew: np.ndarray      # float64[N_REW], see REW_*
     obs: np.ndarray      # float32[obs_size]
     scratch: np.ndarray  # float64[C]
+
+
+#: The kernels take ``EP`` / ``ES`` as structrefs over the NamedTuples' arrays (lent, like
+#: the simulator's ``P`` / ``S``, :mod:`hetgym.sim.mirror`): a NamedTuple argument costs a
+#: reference count increment and decrement per array at every non-inlined call (``EP`` 4,
+#: ``ES`` 8; the batch loop's list item all of them), a structref one.
+EnvParamsK = struct_of(EnvParams, module=__name__, lend=True)
+EnvStateK = struct_of(EnvState, module=__name__, lend=True)
+_pack_ep, _pack_es = packer(EnvParamsK), packer(EnvStateK)
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
+def _env_mirror_nb(EP, ES):
+    return _pack_ep(EP), _pack_es(ES)
+
+
+def env_mirror(ep: EnvParams, es: EnvState) -> tuple:
+    """The kernels' ``(EP, ES)``: structrefs over the arrays of ``ep`` / ``es`` (no copies;
+    build them again when an array of either tuple is replaced)."""
+    return _env_mirror_nb(ep, es)
 
 
 @njit(cache=True, inline="always")
