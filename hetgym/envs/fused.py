@@ -3,7 +3,8 @@ accumulate the reward terms, and write the action mask and the observation.
 
 Every kernel takes the simulator's typed state whole (``P``
 :class:`~hetgym.sim.state.Params`, ``S`` :class:`~hetgym.sim.state.State`) and the
-env's own (:class:`EnvParams`, :class:`EnvState`), and drives the simulator's
+env's own (:class:`EnvParams`, :class:`EnvState`), all four as structref mirrors of the
+NamedTuples (:mod:`hetgym.sim.mirror`, :func:`env_mirror`), and drives the simulator's
 one step function :func:`hetgym.sim.events.step_nb`; the semantics are its.
 """
 
