@@ -152,7 +152,7 @@ class HetClusterVecEnv(VectorEnv):
     @staticmethod
     def _entry(env: HetClusterEnv) -> tuple:
         sim = env.sim
-        return (sim.kP, sim.kS, env._ep, env._es)
+        return (sim.kP, sim.kS, env._kep, env._kes)
 
     def _sync(self, i: int) -> None:
         """Point slot ``i`` of the compiled list at sub-env ``i``'s current state (unless it
@@ -166,9 +166,9 @@ class HetClusterVecEnv(VectorEnv):
 
     def _setter(self, i: int, item: tuple) -> Any:
         """``set_batch_nb``'s entry point for ``item`` in slot ``i``: the dispatcher typed the
-        item's NamedTuples of arrays on every call (some 2 ms, once an episode where the
-        env swaps simulators); resolved again only when the item's structref types or its
-        env's parameter and state tuples are other objects than last time."""
+        item on every call (some 2 ms, once an episode where the env swaps simulators, when
+        the item held NamedTuples of arrays); resolved again only when the item's structref
+        types or its env's parameter and state mirrors are other objects than last time."""
         key = (item[0]._type, item[1]._type, item[2], item[3])
         return _slot_entry(self._setters, i, key, set_batch_nb, self._list, i, item)
 
@@ -212,7 +212,7 @@ class HetClusterVecEnv(VectorEnv):
         else:
             env._start_episode(rows, sim_seed)
         self._stuck[i] = env._stuck
-        args = (i, env.sim.kS, env._es, self._steps, self._rew, self._terms, self._term,
+        args = (i, env.sim.kS, env._kes, self._steps, self._rew, self._terms, self._term,
                 self._trunc, self._obs, self._mask, self._stat)
         # the entry point, not the dispatcher (which typed the NamedTuple on every call: 12 ->
         # 3 us a reset), resolved again only for another state type or state tuple

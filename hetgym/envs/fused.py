@@ -3,7 +3,8 @@ accumulate the reward terms, and write the action mask and the observation.
 
 Every kernel takes the simulator's typed state whole (``P``
 :class:`~hetgym.sim.state.Params`, ``S`` :class:`~hetgym.sim.state.State`) and the
-env's own (:class:`EnvParams`, :class:`EnvState`), and drives the simulator's
+env's own (:class:`EnvParams`, :class:`EnvState`), all four as structref mirrors of the
+NamedTuples (:mod:`hetgym.sim.mirror`, :func:`env_mirror`), and drives the simulator's
 one step function :func:`hetgym.sim.events.step_nb`; the semantics are its.
 """
 
@@ -18,7 +19,8 @@ from numba.typed import List
 from hetgym.envs.features import observe_nb
 from hetgym.sim.codes import RUNNING
 from hetgym.sim.events import STEP_LOG_FULL, STEP_MOVED, STEP_NONE, place_start_nb, preempt_nb, step_nb
-from hetgym.sim.kernels import mask_nb, queue_compact_nb
+from hetgym.sim.kernels import mask_fill_nb, queue_compact_nb
+from hetgym.sim.mirror import packer, struct_of
 from hetgym.sim.state import (
     ACC_ENERGY,
     ACC_NOW,
@@ -30,7 +32,7 @@ from hetgym.sim.state import (
     CTR_RUN,
 )
 
-__all__ = ["EnvParams", "EnvState", "accrue_nb", "accrue_step_nb", "decide_point_nb", "update_mask_nb", "window_mask_nb", "refresh_nb",
+__all__ = ["EnvParams", "EnvState", "EnvParamsK", "EnvStateK", "env_mirror", "accrue_nb", "accrue_step_nb", "decide_point_nb", "update_mask_nb", "window_mask_nb", "refresh_nb",
            "start_and_decide_nb", "act_nb", "step_reward_nb", "step_batch_nb", "step_batch_par_nb", "finish_row_nb",
            "new_batch_nb", "set_batch_nb", "reset_row_nb", "write_row_nb",
            "REW_JCT", "REW_SLOWDOWN", "REW_MAKESPAN", "REW_TARDINESS", "REW_INV_BEST",
@@ -80,17 +82,38 @@ class EnvState(NamedTuple):
     scratch: np.ndarray  # float64[C]
 
 
+#: The kernels take ``EP`` / ``ES`` as structrefs over the NamedTuples' arrays (lent, like
+#: the simulator's ``P`` / ``S``, :mod:`hetgym.sim.mirror`): a NamedTuple argument costs a
+#: reference count increment and decrement per array at every non-inlined call (``EP`` 4,
+#: ``ES`` 8; the batch loop's list item all of them), a structref one.
+EnvParamsK = struct_of(EnvParams, module=__name__, lend=True)
+EnvStateK = struct_of(EnvState, module=__name__, lend=True)
+_pack_ep, _pack_es = packer(EnvParamsK), packer(EnvStateK)
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
+def _env_mirror_nb(EP, ES):
+    return _pack_ep(EP), _pack_es(ES)
+
+
+def env_mirror(ep: EnvParams, es: EnvState) -> tuple:
+    """The kernels' ``(EP, ES)``: structrefs over the arrays of ``ep`` / ``es`` (no copies;
+    build them again when an array of either tuple is replaced)."""
+    return _env_mirror_nb(ep, es)
+
+
 @njit(cache=True, inline="always")
 def update_mask_nb(P, S, EP, ES):
     """Fill the job window, running window and action mask; True if any start/preempt is feasible."""
-    return window_mask_nb(P, S, EP.run_window, ES.win, ES.rwin, ES.nwin, ES.mask2d, ES.mask)
+    return window_mask_nb(P, S, EP.run_window, ES)
 
 
 @njit(cache=True, inline="always")
-def window_mask_nb(P, S, run_window, win, rwin, nwin, mask2d, mask):
-    """:func:`update_mask_nb` on the entries of ``EP`` / ``ES`` it uses; the env kernels call
-    this form (each array handed to an inlined function costs a reference count increment
-    and decrement per call: ``EP`` and ``ES`` hold 12 arrays, this takes 5)."""
+def window_mask_nb(P, S, run_window, ES):
+    """:func:`update_mask_nb` given ``EP.run_window``; the env kernels call this form (each
+    array or structref handed to an inlined function costs a reference count increment and
+    decrement per call)."""
+    win, rwin, nwin, mask2d, mask = ES.win, ES.rwin, ES.nwin, ES.mask2d, ES.mask
     jobs, js, run = P.jobs, S.job, S.run
     ctr = run.ctr
     k_n = win.shape[0]
@@ -109,7 +132,7 @@ def window_mask_nb(P, S, run_window, win, rwin, nwin, mask2d, mask):
     # function writes them, and each call leaves the rows past its window False): only the
     # rows of this window and of the last one are written again
     n_rows = nq if nq > nwin[0] else nwin[0]  # noqa: FURB136 (builtin max compiles an overload)
-    mask_nb(win, nq, n_rows, jobs, P.nodes, S.node, mask2d)
+    mask_fill_nb(win, nq, n_rows, jobs, P.nodes, S.node, mask2d)  # int64 counts: not mask_nb
     feasible = False
     for k in range(n_rows):
         for c in range(c_n):
@@ -187,7 +210,7 @@ def decide_point_nb(force, P, S, EP, ES):
     rew = ES.rew
     n_jobs = jobs.arrival.shape[0]
     if not force:
-        if (window_mask_nb(P, S, EP.run_window, ES.win, ES.rwin, ES.nwin, ES.mask2d, ES.mask)
+        if (window_mask_nb(P, S, EP.run_window, ES)
                 or ctr[CTR_DONE] == n_jobs):
             observe_nb(P, S, EP, ES)
             return 1
@@ -200,7 +223,7 @@ def decide_point_nb(force, P, S, EP, ES):
             return code
         accrue_nb(rew, EP.inv_best, EP.scale, jobs.deadline, jobs.weight, run.out_done, nd,
                   t0, acc[ACC_NOW], arrived, ctr[CTR_ARR], done)
-        feasible = window_mask_nb(P, S, EP.run_window, ES.win, ES.rwin, ES.nwin, ES.mask2d, ES.mask)
+        feasible = window_mask_nb(P, S, EP.run_window, ES)
         if code == STEP_NONE:
             observe_nb(P, S, EP, ES)
             return 1 if ctr[CTR_DONE] == n_jobs else 0
@@ -213,7 +236,7 @@ def decide_point_nb(force, P, S, EP, ES):
 def refresh_nb(P, S, EP, ES):
     """Window, mask and observation of the current state, advancing nothing; True if a
     start or preemption is feasible."""
-    feasible = window_mask_nb(P, S, EP.run_window, ES.win, ES.rwin, ES.nwin, ES.mask2d, ES.mask)
+    feasible = window_mask_nb(P, S, EP.run_window, ES)
     observe_nb(P, S, EP, ES)
     return feasible
 
@@ -281,24 +304,28 @@ def step_reward_nb(S, EP, ES, terms):
 
 
 @njit(cache=True, inline="always")
-def _step_one_nb(i, actions, pending, envs, steps, stuck, max_steps, codes, invalid, rewards,
-                 terms, term, trunc, obs, masks, stat):
-    codes[i] = 1
-    invalid[i] = False
-    if pending[i]:
-        return
-    a = actions[i]
-    P, S, EP, ES = envs[i]
-    invalid[i] = not ES.mask[a]
-    steps[i] += 1
-    code = act_nb(a, P, S, EP, ES)
-    codes[i] = code
-    if code < 0 or code >= ACT_INVALID:
-        return
-    if code != ACT_NOOP:
-        stuck[i] = code == 0
-    finish_step_nb(i, P, S, EP, ES, steps, stuck, max_steps, rewards, terms, term, trunc, obs,
-                   masks, stat)
+def _step_envs_nb(lo, hi, actions, pending, envs, steps, stuck, max_steps, codes, invalid,
+                  rewards, terms, term, trunc, obs, masks, stat):
+    """Envs ``lo .. hi - 1`` of a batch step. A loop here rather than a per-env helper: the
+    arrays handed to an inlined function are reference counted at each call (13 increments
+    and decrements per env, when the serial kernel called a per-env helper)."""
+    for i in range(lo, hi):
+        codes[i] = 1
+        invalid[i] = False
+        if pending[i]:
+            continue
+        a = actions[i]
+        P, S, EP, ES = envs[i]
+        invalid[i] = not ES.mask[a]
+        steps[i] += 1
+        code = act_nb(a, P, S, EP, ES)
+        codes[i] = code
+        if code < 0 or code >= ACT_INVALID:
+            continue
+        if code != ACT_NOOP:
+            stuck[i] = code == 0
+        finish_step_nb(i, P, S, EP, ES, steps, stuck, max_steps, rewards, terms, term, trunc,
+                       obs, masks, stat)
 
 
 @njit(cache=True, inline="always")
@@ -338,9 +365,8 @@ def step_batch_nb(actions, pending, envs, steps, stuck, max_steps, codes, invali
     bad = _bad_action_nb(actions, pending, masks.shape[1])
     if bad:
         return bad, 0, 0
-    for i in range(len(envs)):
-        _step_one_nb(i, actions, pending, envs, steps, stuck, max_steps, codes, invalid, rewards,
-                     terms, term, trunc, obs, masks, stat)
+    _step_envs_nb(0, len(envs), actions, pending, envs, steps, stuck, max_steps, codes, invalid,
+                  rewards, terms, term, trunc, obs, masks, stat)
     slow, ended = _tally_nb(codes, term, trunc)
     return 0, slow, ended
 
@@ -354,8 +380,8 @@ def step_batch_par_nb(actions, pending, envs, steps, stuck, max_steps, codes, in
     if bad:
         return bad, 0, 0
     for k in prange(len(envs)):
-        _step_one_nb(np.int64(k), actions, pending, envs, steps, stuck, max_steps, codes, invalid,
-                     rewards, terms, term, trunc, obs, masks, stat)
+        _step_envs_nb(np.int64(k), np.int64(k) + 1, actions, pending, envs, steps, stuck,
+                      max_steps, codes, invalid, rewards, terms, term, trunc, obs, masks, stat)
     slow, ended = _tally_nb(codes, term, trunc)
     return 0, slow, ended
 

@@ -21,6 +21,7 @@ from hetgym.envs.fused import (
     EnvState,
     act_nb,
     decide_point_nb,
+    env_mirror,
     refresh_nb,
 )
 from hetgym.envs.reward import RewardTracker
@@ -212,7 +213,7 @@ class HetClusterEnv(gym.Env):
         self.steps = 0
         self._stuck = False
 
-    _UNPICKLED = ("_decide", "_act", "_refresh", "_binder", "_bound_state")
+    _UNPICKLED = ("_decide", "_act", "_refresh", "_binder", "_bound_state", "_kep", "_kes")
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickling and ``copy.deepcopy``: the bound kernels are left out and bound again
@@ -228,7 +229,8 @@ class HetClusterEnv(gym.Env):
         """Entry points of the env kernels for the current state's types (see
         :mod:`hetgym.sim.dispatch`)."""
         sim = self.sim
-        b = Binder(sim.kP, sim.kS, self._ep, self._es)
+        self._kep, self._kes = env_mirror(self._ep, self._es)
+        b = Binder(sim.kP, sim.kS, self._kep, self._kes)
         self._decide = b.entry(decide_point_nb, True)
         self._act = b.entry(act_nb, 0)
         self._refresh = None  # bound on first use (only adapters call refresh)
@@ -241,7 +243,7 @@ class HetClusterEnv(gym.Env):
         sim = self.sim
         if sim.state is not self._bound_state:
             self._bind()
-        return sim.kP, sim.kS, self._ep, self._es
+        return sim.kP, sim.kS, self._kep, self._kes
 
     def _read_windows(self) -> None:
         self._n_win, self._n_rwin = self._es.nwin.tolist()

@@ -410,6 +410,8 @@ def duration_nb(amount, w, t, e):
     with scaling exponent ``e`` (``inf`` if ``t <= 0``)."""
     if t <= 0.0:
         return np.inf
+    if e == 1.0:  # w ** 0.0 is 1.0 exactly: the same value without a call of pow
+        return amount / (w * t)
     return amount / (w * t * w ** (e - 1.0))
 
 

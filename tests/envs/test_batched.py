@@ -200,7 +200,7 @@ def test_sub_envs_observe_into_the_batch_rows() -> None:
     outs = [np.zeros(2), np.zeros((2, 5)), np.zeros(2, dtype=np.bool_), np.zeros(2, dtype=np.bool_),
             np.zeros((2,) + o.shape, dtype=np.float32),
             np.zeros((2, single.action_space.n), dtype=np.bool_), np.zeros((2, 4))]
-    reset_row_nb(1, single.sim.kS, single._es, np.zeros(2, dtype=np.int64), *outs)
+    reset_row_nb(1, single.sim.kS, single._kes, np.zeros(2, dtype=np.int64), *outs)
     np.testing.assert_array_equal(outs[4][1], o)
     np.testing.assert_array_equal(outs[5][1], single.action_masks())
     assert not outs[4][0].any() and not outs[5][0].any()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import hetgym  # noqa: F401
-from hetgym.envs.fused import EnvState, refresh_nb
+from hetgym.envs.fused import EnvState, env_mirror, refresh_nb
 
 
 def _fresh(es: EnvState) -> EnvState:
@@ -29,7 +29,7 @@ def test_mask_rows_equal_a_computation_from_zeros(kwargs):
         _, _, term, trunc, _ = env.step(a)
         es = env._es
         ref = _fresh(es)
-        refresh_nb(env.sim.kP, env.sim.kS, env._ep, ref)
+        refresh_nb(env.sim.kP, env.sim.kS, *env_mirror(env._ep, ref))
         nq, nr = (int(x) for x in ref.nwin)
         assert es.nwin.tolist() == [nq, nr]
         assert np.array_equal(es.win[:nq], ref.win[:nq])
