@@ -2,8 +2,9 @@
 
 ``HETGYM_COMPILE_LOG=path python -m pytest ...`` records every Numba compilation of the run
 (a ``numba:compile`` listener, the pattern of ``scripts/bench_startup.py``'s
-``compile_recorder``): one tab-separated line per compilation with own seconds (nested
-compilations of callees taken out), inclusive seconds, the dispatcher, the signature and the
+``compile_recorder``): one tab-separated line per compilation with own CPU seconds (nested
+compilations of callees taken out; CPU, not wall clock, so that a busy machine does not
+inflate them), inclusive CPU seconds, the dispatcher, the signature and the
 test that triggered it. Loads from Numba's file cache are not compilations and are not
 listed. A last line ``# cpu_s`` gives the process's CPU seconds and its children's. Under
 pytest-xdist each worker writes ``path.<worker id>``. Without the variable
@@ -40,11 +41,11 @@ class _CompileLog:
         self.test = "(collection)"
 
     def on_start(self, ev) -> None:
-        self.stack.append([time.perf_counter(), 0.0])
+        self.stack.append([time.process_time(), 0.0])
 
     def on_end(self, ev) -> None:
         t0, inner = self.stack.pop()
-        total = time.perf_counter() - t0
+        total = time.process_time() - t0
         if self.stack:
             self.stack[-1][1] += total
         f = ev.data["dispatcher"].py_func
