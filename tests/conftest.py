@@ -30,30 +30,7 @@ import time
 import pytest
 
 _LOG = os.environ.get("HETGYM_COMPILE_LOG")
-
-
-class _CompileLog:
-    """The listener: a stack of (start, time spent in nested compilations) per open event."""
-
-    def __init__(self) -> None:
-        self.stack: list[list[float]] = []
-        self.rows: list[tuple[float, float, str, str, str]] = []
-        self.test = "(collection)"
-
-    def on_start(self, ev) -> None:
-        self.stack.append([time.process_time(), 0.0])
-
-    def on_end(self, ev) -> None:
-        t0, inner = self.stack.pop()
-        total = time.process_time() - t0
-        if self.stack:
-            self.stack[-1][1] += total
-        f = ev.data["dispatcher"].py_func
-        sig = ",".join(str(a) for a in ev.data["args"])
-        self.rows.append((total - inner, total, f"{f.__module__}.{f.__qualname__}", sig, self.test))
-
-
-_REC: _CompileLog | None = None
+_REC = None  # the listener (hetgym.compile_log) while HETGYM_COMPILE_LOG is set
 
 
 def _serialise_numba_cache_saves() -> None:
@@ -83,17 +60,17 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from numba.core import event
 
-    class Listener(_CompileLog, event.Listener):
-        pass
+    from hetgym.compile_log import compile_listener
 
-    _REC = Listener()
+    _REC = compile_listener(time.process_time)
+    _REC.tag = "(collection)"
     event.register("numba:compile", _REC)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if _REC is not None:
-        _REC.test = item.nodeid
+        _REC.tag = item.nodeid
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
