@@ -730,7 +730,10 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
     for i in range(out_node.shape[0]):
         out_node[i] = -1
         out_cfg[i] = -1
-    return _run_nb(0, max_iter, 1, seed, np.inf, prune, scan, p, base_order, weight, deadline, cfg_cls,
+    # typed (not literal) constants and flags: one compilation of _run_nb / _iterations_nb
+    # serves this kernel (scan / prune given or defaulted) and rg_search_par_nb
+    return _run_nb(np.int64(0), max_iter, np.int64(1), seed, np.inf, bool(prune), bool(scan), p,
+                   base_order, weight, deadline, cfg_cls,
                    cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g, node_cls, node_free0,
                    node_open0, first_t0, first_c0, cls_start, cls_nodes, cls_rate, now, alpha, beta,
                    out_node, out_cfg)[0]
@@ -758,7 +761,8 @@ def rg_search_par_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dl
     for i in range(nrow):
         out_node[i] = -1
         out_cfg[i] = -1
-    best = _run_nb(0, min(1, max_iter), 1, seed, np.inf, prune, scan, p, base_order, weight,
+    best = _run_nb(np.int64(0), min(1, max_iter), np.int64(1), seed, np.inf, bool(prune), bool(scan),
+                   p, base_order, weight,
                    deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g, node_cls,
                    node_free0, node_open0, first_t0, first_c0, cls_start, cls_nodes, cls_rate, now,
                    alpha, beta, out_node, out_cfg)[0]
@@ -771,7 +775,7 @@ def rg_search_par_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dl
     on = np.full((nc, nrow), -1, dtype=np.int64)
     oc = np.full((nc, nrow), -1, dtype=np.int64)
     for c in prange(nc):  # chunk c: iterations 1 + c, 1 + c + nc, ...
-        fc[c], fi[c] = _run_nb(1 + c, max_iter, nc, seed, best, prune, scan, p, base_order, weight,
+        fc[c], fi[c] = _run_nb(1 + c, max_iter, nc, seed, best, bool(prune), bool(scan), p, base_order, weight,
                                deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, cl, clen, cur_node, cur_g,
                                node_cls, node_free0, node_open0, first_t0, first_c0, cls_start,
                                cls_nodes, cls_rate, now, alpha, beta, on[c], oc[c])

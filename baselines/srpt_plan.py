@@ -63,7 +63,9 @@ class SRPTPlan:
         sim = view.simulator
         self.sim = sim
         self.n_preempt = np.asarray(view.n_preempt)
-        self.workers = np.ascontiguousarray(view.workers, dtype=np.int64)
+        # own writable copies of the view's read-only arrays (table: read-only or not by the
+        # device rule): one Numba type of SRPTArraysK, so its kernels compile once per run kind
+        self.workers = np.array(view.workers, dtype=np.int64)
         tput = np.asarray(view.tput)
         w = self.workers.astype(np.float64)
         # running jobs are ranked with the run's scaling exponent (as they always were);
@@ -89,7 +91,7 @@ class SRPTPlan:
             "valid": np.ascontiguousarray((tput > 0) & np.asarray(view.holdable)),
             "key_den": np.ascontiguousarray(w[:, None] * jb.tput * eff_j[:, None]),
             "key_valid": np.ascontiguousarray((jb.tput > 0) & jb.holdable),
-            "table": np.ascontiguousarray(table, dtype=np.int64), "workers": self.workers,
+            "table": np.array(table, dtype=np.int64, order="C"), "workers": self.workers,
             "ctr": np.zeros(5, dtype=np.int64),
             "opt": np.array([-1 if limit is None else int(limit), int(sim.policy),
                              int(exact_sums(sim))], dtype=np.int64),

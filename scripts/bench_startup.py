@@ -45,28 +45,14 @@ from hetgym.traces.gavel import packaged_gavel_dir
 
 
 def compile_recorder():
-    """A ``numba:compile`` listener (Numba imported only here) whose ``rows`` are (own seconds,
-    inclusive seconds, function) per compilation, nested compilations (callees typed on the
-    way) taken out of their caller's own time, and a context manager that installs it."""
+    """A ``numba:compile`` listener (:func:`hetgym.compile_log.compile_listener`) whose
+    ``rows`` start with (own seconds, inclusive seconds, function) per compilation, and a
+    context manager that installs it."""
     from numba.core import event
 
-    class CompileTimes(event.Listener):
-        def __init__(self) -> None:
-            self.stack: list[list[float]] = []
-            self.rows: list[tuple[float, float, str]] = []
+    from hetgym.compile_log import compile_listener
 
-        def on_start(self, ev) -> None:
-            self.stack.append([time.perf_counter(), 0.0])
-
-        def on_end(self, ev) -> None:
-            t0, inner = self.stack.pop()
-            total = time.perf_counter() - t0
-            if self.stack:
-                self.stack[-1][1] += total
-            f = ev.data["dispatcher"].py_func
-            self.rows.append((total - inner, total, f"{f.__module__}.{f.__qualname__}"))
-
-    rec = CompileTimes()
+    rec = compile_listener()
     return rec, event.install_listener("numba:compile", rec)
 
 
@@ -85,5 +71,5 @@ print(f"import {T1 - T0:.2f} s, load {T2 - T1:.2f} s, first simulate (incl. comp
       f"{T3 - T2:.2f} s, second simulate {T4 - T3:.3f} s, {len(sc.workload.frame)} jobs")
 if rec is not None:
     print(f"{len(rec.rows)} compilations, {sum(r[0] for r in rec.rows):.2f} s (own time, longest first):")
-    for own, total, name in sorted(rec.rows, reverse=True):
+    for own, total, name, *_ in sorted(rec.rows, reverse=True):
         print(f"  {own:6.2f} s own, {total:6.2f} s with callees  {name}")

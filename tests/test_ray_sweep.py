@@ -51,6 +51,9 @@ WALL_CLOCK_METRICS = ("decision_time_p50", "decision_time_p99")
 RESULT_KEYS = ("scheduler", "scenario", "seed", "metrics", "stalled", "devices", "slots",
                "n_nodes", "run_config")
 TIMEOUT_S = 300
+# under pytest-xdist (--dist loadfile, pyproject.toml) both sweeps and their shared `basic`
+# sweep run in one worker, one after the other: a local `ray.init()` while the other test's
+# `ray start --head` is up could join that cluster instead of starting its own
 
 
 def _env(**extra: str) -> dict[str, str]:

@@ -17,6 +17,10 @@ import hetgym
 from hetgym import scenarios
 from hetgym.sim.engine import Simulator
 
+# under pytest-xdist (--dist loadfile) these tests run in one worker, one after the other:
+# the first compiles every baseline's kernels and the others load them from Numba's cache
+# (two workers running two scenarios at once each compiled all of them, ~300 s of CPU)
+
 #: (scenario, baseline) pairs that do not apply, with the reason (none today)
 NOT_APPLICABLE: dict[tuple[str, str], str] = {}
 
