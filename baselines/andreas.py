@@ -142,20 +142,24 @@ class AndreasRG:
         the same plan bit for bit, so the copy's is dropped)."""
         ch = self._chooser
         k = self._kernel if ch is None else ch.pick()
-        if k == BOTH:
-            copy = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
-            first = ch.first_of_both()
-            f = {kk: self._timed(kk, args if kk == ch.best else copy) for kk in (first, 1 - first)}
-            return f[ch.best]
-        return self._timed(k, args)
+        if k != BOTH:
+            f, seconds = self._run(k, args)
+            if ch is not None:
+                ch.record(k, seconds)
+            return f
+        copy = tuple(a.copy() if isinstance(a, np.ndarray) else a for a in args)
+        first = ch.first_of_both()
+        f, secs = [0.0, 0.0], [0.0, 0.0]
+        for kk in (first, 1 - first):
+            f[kk], secs[kk] = self._run(kk, args if kk == ch.best else copy)
+        ch.record_both(*secs)
+        return f[ch.best]
 
-    def _timed(self, k: int, args: tuple) -> float:
-        """Kernel ``k`` (0 serial, 1 threaded) on ``args``, its wall time told to the chooser."""
+    def _run(self, k: int, args: tuple) -> tuple[float, float]:
+        """Kernel ``k`` (0 serial, 1 threaded) on ``args``: its f_OBJ and wall time (s)."""
         t = perf_counter()
         f = rg_search_nb(*args) if k == 0 else rg_search_par_nb(*args, self._chunks)
-        if self._chooser is not None:
-            self._chooser.record(k, perf_counter() - t)
-        return f
+        return f, perf_counter() - t
 
     def _tables(self, view: Any) -> tuple:
         """:func:`~baselines.andreas_prep.plan_tables_nb` on the simulator's arrays now (a

@@ -63,7 +63,8 @@ class KernelChooser:
     a mean of a few calls.
 
     With ``paired=True`` a trial's calls are :data:`BOTH`: the caller runs both kernels on
-    each (their order alternating from call to call) and records both times; the other
+    each (their order alternating from call to call) and records both times
+    (:meth:`record_both`); the other
     kernel wins when the median, over the trial's calls but the first, of its time over
     the kept kernel's on the same call is below 1. Without it, the trial's recent times
     are compared with the kept kernel's recent ones, made on other calls: where the work
@@ -90,7 +91,6 @@ class KernelChooser:
         self.paired = bool(paired)
         self.max_gap = None if max_gap is None else int(max_gap)
         self._ratios: list[float] = []  # a paired trial's (other / kept) time ratios
-        self._both: list[float | None] = [None, None]  # this BOTH call's times so far
         self.clock = clock
         self.recent: list[deque] = [deque(maxlen=keep), deque(maxlen=keep)]
         self.best = 1
@@ -142,19 +142,16 @@ class KernelChooser:
         neither always finds the caches the other left)."""
         return (self._left + self.best) % 2
 
+    def record_both(self, serial: float, threaded: float) -> None:
+        """The wall times of both kernels on one :data:`BOTH` call."""
+        t = (serial, threaded)
+        self.recent[0].append(serial)
+        self.recent[1].append(threaded)
+        kept = t[self.best]
+        self._ratios.append(t[self._trial] / kept if kept > 0.0 else 1.0)
+
     def record(self, kernel: int, seconds: float) -> None:
-        """The wall time of a call of ``kernel`` (the one :meth:`pick` gave; on a
-        :data:`BOTH` call, each kernel's)."""
-        if self.paired and self._t0 is not None:  # a paired trial's call
-            self.recent[kernel].append(seconds)
-            both = self._both
-            both[kernel] = seconds
-            if both[0] is not None and both[1] is not None:
-                kept = both[self.best]
-                self._ratios.append(both[self._trial] / kept if kept > 0.0 else 1.0)
-                self._both = [None, None]
-            self._last = kernel
-            return
+        """The wall time of a call of ``kernel`` (the one :meth:`pick` gave)."""
         switched = kernel != self._last
         self._last = kernel
         if not switched:

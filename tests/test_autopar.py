@@ -12,17 +12,15 @@ from hetgym.autopar import BOTH, KernelChooser
 def drive(ch: KernelChooser, speed: dict, calls: int, rng: np.random.Generator,
           now: list) -> list[int]:
     """``calls`` calls whose work swings 20x from call to call (log-uniform), kernel ``k``
-    taking ``speed[k] x work`` seconds; on a BOTH call both are timed, in the chooser's order."""
+    taking ``speed[k] x work`` seconds; on a BOTH call both are timed."""
     picks = []
     for _ in range(calls):
         work = float(np.exp(rng.uniform(0.0, np.log(20.0))))
         k = ch.pick()
         picks.append(k)
         if k == BOTH:
-            first = ch.first_of_both()
-            for kk in (first, 1 - first):
-                ch.record(kk, speed[kk] * work)
-                now[0] += speed[kk] * work
+            ch.record_both(speed[0] * work, speed[1] * work)
+            now[0] += (speed[0] + speed[1]) * work
         else:
             ch.record(k, speed[k] * work)
             now[0] += speed[k] * work
@@ -59,8 +57,7 @@ def test_both_calls_alternate_which_kernel_runs_first() -> None:
         k = ch.pick()
         if k == BOTH:
             firsts.append(ch.first_of_both())
-            ch.record(0, 1.0)
-            ch.record(1, 2.0)
+            ch.record_both(1.0, 2.0)
         else:
             ch.record(k, 1.0)
         now[0] += 1.0
@@ -76,9 +73,12 @@ def run_long_then_short(ch: KernelChooser, now: list) -> list[int]:
         k = ch.pick()
         picks.append(k)
         scale = 1000.0 if i < 20 else 1.0
-        for kk in ((0, 1) if k == BOTH else (k,)):
-            t = scale * (1.0 if kk == 1 else 2.0)
-            ch.record(kk, t)
+        if k == BOTH:
+            ch.record_both(2.0 * scale, scale)
+            now[0] += 3.0 * scale
+        else:
+            t = scale * (1.0 if k == 1 else 2.0)
+            ch.record(k, t)
             now[0] += t
     return picks
 

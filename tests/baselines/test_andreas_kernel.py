@@ -199,9 +199,9 @@ def test_the_kernel_chooser_times_both_kernels_and_keeps_the_schedule() -> None:
     ran = []
 
     class Spied(AndreasRG):
-        def _timed(self, k: int, args: tuple) -> float:
+        def _run(self, k: int, args: tuple) -> tuple[float, float]:
             ran.append(k)
-            return super()._timed(k, args)
+            return super()._run(k, args)
 
     sc = hetgym.scenarios.get("fitgpp-lab", n_jobs=200, nodes=12)
     assert_same_schedule(sc, Spied(max_iter=100), AndreasRG(max_iter=100, parallel=False))
