@@ -11,7 +11,7 @@ placed jobs where they could not start, and the plan's f_OBJ counted them as run
 Resources per node are ``node_rc[n, 0]`` (cores) and ``node_rc[n, 1]`` (memory) free in
 the plan; an entry e of row j needs ``cfg_rc[j, e]`` (g x per-worker demand on the class's
 device). These kernels are the parts of the search that read them; nothing here reads the
-simulator. Node positions and buckets are those of :mod:`baselines.andreas_kernel`.
+simulator. Node positions and buckets are those of :mod:`baselines.andreas_bind`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ of a decision point, and turning a plan into decisions.
 * :class:`NodeClasses` groups GPU nodes that are interchangeable for ANDREAS (one GPU
   type, GPU count, cores, memory and power model, A-A4) and prices a node with g busy
   GPUs: c_{ng} = (idle_w + g x gpu_w) x price x PUE / 3.6e6 EUR/s (spec 4.1 step 2).
-* :func:`config_table` runs :func:`~baselines.andreas_kernel.config_table_nb` for a set
+* :func:`config_table` runs :func:`~baselines.andreas_configs.config_table_nb` for a set
   of jobs: every (class, g) with g in [min_workers, min(max_workers, G_n)], its time
   t_{jng} (restart delay and checkpoint loss included for a job that ran before unless
   it keeps its configuration), its cost t x c, the D* / D*^C lists and the pressure Delta_j (Eq. 2).
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from baselines.andreas_kernel import config_table_nb, current_configs_nb
+from baselines.andreas_configs import config_table_nb, current_configs_nb
 from hetgym.decisions import Decision, Move, Placement, Preempt, Start
 from hetgym.sim.codes import GRACE, RUNNING
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from baselines.andreas_kernel import (
+from baselines.andreas_configs import (
     config_table_nb,
     current_configs_nb,
     pinned_nodes_nb,

@@ -14,6 +14,11 @@ Schedulers, each a configuration of typed parts:
 * ``rand``: a random running BE job: :class:`RandomVictim`.
 * non-preemptive FIFO is ``baselines.make("fifo")`` (:mod:`baselines.classic`).
 
+This module holds the scheduler (:class:`PreemptiveFIFO`) and the factories; its parts
+live in :mod:`baselines.fitgpp_parts` (placement, admission, ordering) and
+:mod:`baselines.fitgpp_preemption` (victim rules, preemption until the TE job fits), and
+are re-exported here.
+
 Semantics chosen where the paper leaves room (documented in docs/fitgpp.md and
 tested in tests/baselines/test_fitgpp*.py):
 
@@ -59,17 +64,24 @@ tested in tests/baselines/test_fitgpp*.py):
 
 from __future__ import annotations
 
-import math
-import weakref
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, NamedTuple, Protocol
+from typing import NamedTuple
 
 import numpy as np
 
 from baselines.classic import PolicyScheduler
-from baselines.parts import ArrivalOrder, DeviceChoice, FastestFirst, GreedyAdmission
-from hetgym.decisions import Decision, Placement, Preempt, Start
-from hetgym.sim.codes import JobClass, JobStatus, PlacementPolicy
+from baselines.fitgpp_parts import ClassPriority, PackPlacement, PlacedAdmission
+from baselines.fitgpp_preemption import (
+    FitGppVictim,
+    LongestRemainingVictim,
+    PreemptUntilFit,
+    RandomVictim,
+    VictimRule,
+    demand_size,
+)
+from baselines.parts import ArrivalOrder, DeviceChoice, FastestFirst
+from hetgym.decisions import Decision, Preempt, Start
+from hetgym.sim.codes import JobStatus
 from hetgym.sim.view import CapacityModel, View
 
 __all__ = [
@@ -91,346 +103,7 @@ __all__ = [
     "BASELINES",
 ]
 
-EPS = 1e-9
-_QUEUED = int(JobStatus.QUEUED)
-_RUNNING = int(JobStatus.RUNNING)
 _GRACE = int(JobStatus.GRACE)
-
-
-# --------------------------------------------------------------------- placement
-@dataclass(frozen=True)
-class PackPlacement:
-    """Placement part: the simulator's placement kernel on a scratch capacity.
-
-    Attributes:
-        single_node: Accept only placements that put the whole gang on one node
-            (FitGpp's single-task jobs). A ``spread`` scenario policy is then
-            replaced by ``pack`` on the scratch copies (see :meth:`policy`).
-            A gang that no single node of the type could ever hold is placed
-            over several nodes instead (else it would wait forever).
-    """
-
-    single_node: bool = True
-
-    def policy(self, view: View) -> int | None:
-        """Placement policy for the scratch copies (``None``: the scenario's)."""
-        if self.single_node and view.options.placement == "spread":
-            return int(PlacementPolicy.PACK)
-        return None
-
-    def node_fits(self, view: View, cap: CapacityModel, job: int, dev: int) -> np.ndarray:
-        """bool[N]: whether node n of device ``dev`` holds the whole gang of ``job`` in ``cap``."""
-        w = int(view.workers[job])
-        ok = view.node_device == dev
-        if not view.dev_is_cpu[dev]:
-            ok &= cap.free_gpus >= w
-        c = float(view.cpus_need[job, dev])
-        if c > 0:  # same rounding as the simulator's kernel: floor(free / c + EPS) >= w
-            ok &= cap.free_cpus / c + EPS >= w
-        m = float(view.mem[job])
-        if m > 0:
-            ok &= cap.free_mem / m + EPS >= w
-        return ok
-
-    def one_node(self, view: View, job: int, dev: int) -> bool:
-        """Whether ``job`` must sit on one node of ``dev``: ``single_node`` and some node
-        of that type, all free, could hold its whole gang."""
-        return self.single_node and bool(_one_node_table(view)[job, dev])
-
-    def fits(self, view: View, cap: CapacityModel, job: int, dev: int) -> bool:
-        """Whether ``job`` fits on ``dev`` in ``cap`` (on one node if :meth:`one_node`)."""
-        if view.tput[job, dev] <= 0:
-            return False
-        if not self.one_node(view, job, dev):
-            return cap.fits(job, dev)
-        return bool(self.node_fits(view, cap, job, dev).any())
-
-    def place(self, view: View, cap: CapacityModel, job: int, dev: int) -> Placement | None:
-        """Place ``job`` on ``dev`` in ``cap`` (taking it there), or None."""
-        if self.one_node(view, job, dev) and not self.fits(view, cap, job, dev):
-            return None
-        return cap.place(job, dev)
-
-
-def _one_node_table(view: View) -> np.ndarray:
-    """bool[J, C]: some node of type ``c``, all free, holds job ``j``'s whole gang
-    (same rounding as the placement kernel); computed once per view."""
-    out = _ONE_NODE.get(view)
-    if out is None:
-        w = np.asarray(view.workers, dtype=np.float64)[:, None]
-        nd = np.asarray(view.node_device)
-        out = np.zeros((view.n_jobs, len(view.devices)), dtype=bool)
-        for d in range(len(view.devices)):
-            on = nd == d
-            if not on.any():
-                continue
-            ok = np.ones((view.n_jobs, int(on.sum())), dtype=bool)
-            if not view.dev_is_cpu[d]:
-                ok &= np.asarray(view.node_gpus)[on][None, :] >= w
-            c = np.asarray(view.cpus_need)[:, d][:, None]
-            m = np.asarray(view.mem)[:, None]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                ok &= (c <= 0) | (np.asarray(view.node_cpus)[on][None, :] / np.where(c > 0, c, 1.0)
-                                  + EPS >= w)
-                ok &= (m <= 0) | (np.asarray(view.node_mem)[on][None, :] / np.where(m > 0, m, 1.0)
-                                  + EPS >= w)
-            out[:, d] = ok.any(axis=1)
-        _ONE_NODE[view] = out
-    return out
-
-
-_ONE_NODE: "weakref.WeakKeyDictionary[object, np.ndarray]" = weakref.WeakKeyDictionary()
-
-
-@dataclass(frozen=True)
-class PlacedAdmission:
-    """Greedy admission (as :class:`~baselines.parts.GreedyAdmission`) through a placement part.
-
-    Attributes:
-        placement: Where a job may go (``single_node`` for FitGpp's jobs).
-        blocking: Strict FIFO: stop at the first job that does not fit.
-    """
-
-    placement: PackPlacement = field(default_factory=PackPlacement)
-    blocking: bool = True
-
-    def admit(self, view: View, jobs: Iterable[int], devices: DeviceChoice,
-              cap: CapacityModel | None = None) -> list[Start]:
-        """Starts for the ordered ``jobs`` on ``cap`` (default: a fresh scratch copy).
-
-        ``jobs`` may be any iterable; with blocking it is read only up to the
-        first job that does not fit.
-        """
-        if not self.placement.single_node:
-            arr = np.fromiter(jobs, dtype=np.int64)
-            return GreedyAdmission(self.blocking).admit(view, arr, devices, cap)
-        cap = cap if cap is not None else view.capacity(self.placement.policy(view))
-        out: list[Start] = []
-        for j in jobs:
-            for d in devices.candidates(view, j):
-                pl = self.placement.place(view, cap, j, d)
-                if pl is not None:
-                    out.append(Start(j, d, pl))
-                    break
-            else:
-                if self.blocking:
-                    break
-        return out
-
-
-# ---------------------------------------------------------------------- ordering
-@dataclass
-class ClassPriority:
-    """Ordering part: TE jobs first, then BE jobs, each class in queue order
-    (preempted jobs at the head of the queue, then arrival order).
-
-    :meth:`order` sorts a whole array; a scheduler that runs at every event
-    uses :meth:`te_waiting` (kept up to date from the arrivals, so it costs
-    nothing per queued BE job) and :meth:`be_in_order` (lazy) instead: the
-    queue of an overloaded cluster holds tens of thousands of jobs.
-    """
-
-    _next: int = field(default=0, repr=False)
-    _te: list[int] = field(default_factory=list, repr=False)
-
-    def reset(self) -> None:
-        """Forget the jobs seen in a previous run."""
-        self._next = 0
-        self._te = []
-
-    def order(self, view: View, jobs: np.ndarray) -> np.ndarray:
-        """``jobs`` with the TE class ahead (stable)."""
-        if len(jobs) <= 1:
-            return jobs
-        te = np.asarray(view.job_class)[jobs] == int(JobClass.TE)
-        return np.concatenate([jobs[te], jobs[~te]])
-
-    def te_waiting(self, view: View) -> list[int]:
-        """Queued TE jobs in arrival order (TE jobs are never preempted here)."""
-        arr, cls, n, now = view.arrival, view.job_class, view.n_jobs, view.now
-        k = self._next
-        while k < n and arr[k] <= now:
-            if cls[k] == int(JobClass.TE):
-                self._te.append(k)
-            k += 1
-        self._next = k
-        if self._te:
-            st = view.status
-            self._te = [t for t in self._te if st[t] == _QUEUED]
-        return list(self._te)
-
-    def be_in_order(self, view: View) -> Iterator[int]:
-        """Queued BE jobs in queue order, lazily."""
-        q, cls = view.queue, view.job_class
-        for i in range(len(q)):
-            j = int(q[i])
-            if cls[j] != int(JobClass.TE):
-                yield j
-
-
-# -------------------------------------------------------------------- preemption
-def demand_size(view: View, jobs: np.ndarray) -> np.ndarray:
-    """FitGpp eq. (1): Size(D_j) of running ``jobs`` on the node they run on.
-
-    D_j = (W x cores, W x GB, W GPUs), each divided by the capacity of the
-    node of the job's first worker; the GPU term is dropped on CPU nodes.
-    """
-    jobs = np.asarray(jobs, dtype=np.int64)
-    node = np.asarray(view.worker_node)[jobs, 0]
-    dev = np.asarray(view.node_device)[node]
-    w = np.asarray(view.workers)[jobs].astype(np.float64)
-    c = w * np.asarray(view.cpus_need)[jobs, dev] / np.maximum(np.asarray(view.node_cpus)[node], EPS)
-    m = w * np.asarray(view.mem)[jobs] / np.maximum(np.asarray(view.node_mem)[node], EPS)
-    gpus = np.asarray(view.node_gpus)[node].astype(np.float64)
-    g = np.where(gpus > 0, w / np.maximum(gpus, 1.0), 0.0)
-    return np.sqrt(c * c + m * m + g * g)
-
-
-class VictimRule(Protocol):
-    """Chooses one running BE job to preempt for a waiting TE job."""
-
-    def pick(self, view: View, te: int, cands: np.ndarray, plan: CapacityModel,
-             devices: list[int]) -> tuple[int, str]:
-        """One of ``cands`` (never empty) and a reason tag.
-
-        Args:
-            view: The simulator's state.
-            te: The TE job that does not fit.
-            cands: Allowed victims (running BE, not in a GP, below the limit).
-            plan: Free capacity once every GP has ended and earlier choices
-                of this decision point are applied.
-            devices: Device types the TE job may take.
-        """
-
-
-@dataclass(frozen=True)
-class FitGppVictim:
-    """FitGpp's choice (eqs. 1-4; sec. 3.2).
-
-    Attributes:
-        s: Weight of the grace-period term relative to the size term.
-    """
-
-    s: float = 4.0
-
-    def scores(self, view: View, cands: np.ndarray) -> np.ndarray:
-        """Eq. (3) for ``cands``, normalised over all running BE jobs."""
-        run = np.asarray(view.running)
-        be = run[np.asarray(view.job_class)[run] == int(JobClass.BE)]
-        size_all = demand_size(view, be)
-        gp_all = np.asarray(view.grace)[be]
-        size = demand_size(view, cands)
-        gp = np.asarray(view.grace)[cands]
-        smax = float(size_all.max()) if len(size_all) else 0.0
-        gmax = float(gp_all.max()) if len(gp_all) else 0.0
-        a = size / smax if smax > 0 else np.zeros(len(cands))
-        b = gp / gmax if gmax > 0 else np.zeros(len(cands))
-        return a + self.s * b
-
-    def eligible(self, view: View, te: int, cands: np.ndarray, plan: CapacityModel,
-                 devices: list[int]) -> np.ndarray:
-        """Eq. (2) per candidate: D_TE <= D_j + N on the candidate's node."""
-        wn = np.asarray(view.worker_node)[cands]
-        node = wn[:, 0]
-        k = (wn == node[:, None]).sum(axis=1).astype(np.float64)  # workers on that node
-        dev = np.asarray(view.node_device)[node]
-        cpu_node = np.asarray(view.dev_is_cpu)[dev]
-        have_c = k * np.asarray(view.cpus_need)[cands, dev] + plan.free_cpus[node]
-        have_m = k * np.asarray(view.mem)[cands] + plan.free_mem[node]
-        have_g = np.where(cpu_node, 0.0, k) + plan.free_gpus[node]
-        wt = float(view.workers[te])
-        need_c = wt * np.asarray(view.cpus_need)[te, dev]
-        need_m = wt * float(view.mem[te])
-        need_g = np.where(cpu_node, 0.0, wt)
-        allowed = np.isin(dev, np.asarray(devices, dtype=np.int64))
-        return (allowed & (need_c <= have_c + EPS) & (need_m <= have_m + EPS)
-                & (need_g <= have_g + EPS))
-
-    def pick(self, view: View, te: int, cands: np.ndarray, plan: CapacityModel,
-             devices: list[int]) -> tuple[int, str]:
-        """Minimum score among eligible candidates, else a random candidate."""
-        ok = self.eligible(view, te, cands, plan, devices)
-        if ok.any():
-            sc = np.where(ok, self.scores(view, cands), np.inf)
-            return int(cands[int(np.argmin(sc))]), "score"
-        return int(cands[int(view.rng.integers(len(cands)))]), "random"
-
-
-@dataclass(frozen=True)
-class LongestRemainingVictim:
-    """LRTP: the job with the longest remaining time (remaining work / rate;
-    perfect knowledge, as the paper simulates it). Ties: the earliest started."""
-
-    def pick(self, view: View, te: int, cands: np.ndarray, plan: CapacityModel,
-             devices: list[int]) -> tuple[int, str]:
-        rate = np.asarray(view.rate)[cands]
-        with np.errstate(divide="ignore"):
-            rem = np.where(rate > 0, np.asarray(view.remaining)[cands] / rate, np.inf)
-        return int(cands[int(np.argmax(rem))]), "lrtp"
-
-
-@dataclass(frozen=True)
-class RandomVictim:
-    """RAND: a uniformly random running BE job (``view.rng``)."""
-
-    def pick(self, view: View, te: int, cands: np.ndarray, plan: CapacityModel,
-             devices: list[int]) -> tuple[int, str]:
-        return int(cands[int(view.rng.integers(len(cands)))]), "random"
-
-
-def _clone(cap: CapacityModel) -> CapacityModel:
-    """An independent copy of a scratch capacity."""
-    return cap.copy()
-
-
-@dataclass(frozen=True)
-class PreemptUntilFit:
-    """Preemption part: apply a victim rule until the TE job fits.
-
-    Attributes:
-        rule: Which running BE job goes next.
-        max_preemptions: Per-job limit P (``None``: only the scenario's).
-    """
-
-    rule: VictimRule = field(default_factory=FitGppVictim)
-    max_preemptions: int | None = 1
-
-    def limit(self, view: View) -> float:
-        """Effective P: the smaller of this part's and the scenario's limit."""
-        lims = [x for x in (self.max_preemptions, view.max_preemptions) if x is not None]
-        return float(min(lims)) if lims else math.inf
-
-    def candidates(self, view: View, exclude: set[int]) -> np.ndarray:
-        """Allowed victims: running (not in a GP) BE jobs below the limit, in start order."""
-        run = np.asarray(view.running)
-        ok = ((np.asarray(view.status)[run] == _RUNNING)
-              & (np.asarray(view.job_class)[run] == int(JobClass.BE))
-              & (np.asarray(view.n_preempt)[run] < self.limit(view)))
-        c = run[ok]
-        if exclude:
-            c = c[~np.isin(c, np.fromiter(exclude, dtype=np.int64))]
-        return c
-
-    def select(self, view: View, te: int, plan: CapacityModel, placement: PackPlacement,
-               devices: list[int], exclude: set[int]) -> list[tuple[int, str]] | None:
-        """Victims (with reasons) after which ``te`` fits on ``plan``, or None.
-
-        ``plan`` is not modified; the caller gives the victims back in it.
-        """
-        trial = _clone(plan)
-        cands = self.candidates(view, exclude)
-        if len(cands):
-            on = np.asarray(view.node_device)[np.asarray(view.worker_node)[cands, 0]]
-            cands = cands[np.isin(on, np.asarray(devices, dtype=np.int64))]
-        out: list[tuple[int, str]] = []
-        while not any(placement.fits(view, trial, te, d) for d in devices):
-            if len(cands) == 0:
-                return None
-            v, why = self.rule.pick(view, te, cands, trial, devices)
-            trial.give(v)
-            out.append((v, why))
-            cands = cands[cands != v]
-        return out
 
 
 class PreemptionRecord(NamedTuple):

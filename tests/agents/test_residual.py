@@ -11,6 +11,7 @@ import baselines
 import hetgym
 from agents import residual as R
 from agents.envtools import EnvConfig, window_rows, window_scenario
+from agents.residual_rollouts import _finish
 from hetgym import scenarios
 
 CFG = EnvConfig(n_jobs=None, window=8, time_scale=36000.0)
@@ -325,8 +326,8 @@ def test_a_rollout_that_leaves_jobs_has_no_value(windows):
     b = baselines.make("allox")
     b.reset(sim.view)
     assert sim.advance() and sim.n_queue and not sim.n_running  # the first arrival, nothing runs
-    assert R._finish(*R.copy_sim(sim, b, myopic=True), "avg_jct", False) == math.inf
-    assert math.isfinite(R._finish(*R.copy_sim(sim, b, myopic=True), "avg_jct", True))
+    assert _finish(*R.copy_sim(sim, b, myopic=True), "avg_jct", False) == math.inf
+    assert math.isfinite(_finish(*R.copy_sim(sim, b, myopic=True), "avg_jct", True))
 
 
 def test_myopic_teacher_with_a_constraint_bounds_by_the_base_over_the_same_jobs(fit_windows):

@@ -13,14 +13,8 @@ import pytest
 import baselines.andreas as andreas_mod
 import hetgym
 from baselines.andreas import AndreasRG
-from baselines.andreas_kernel import (
-    draw_nb,
-    iter_key_nb,
-    rg_search_nb,
-    rg_search_par_nb,
-    swap_pass_nb,
-    threshold_nb,
-)
+from baselines.andreas_draws import draw_nb, iter_key_nb, swap_pass_nb, threshold_nb
+from baselines.andreas_kernel import rg_search_nb, rg_search_par_nb
 from tests.baselines.test_fast_paths import assert_same_schedule
 
 CASES = [

@@ -18,7 +18,8 @@ import pytest
 import baselines.andreas as andreas_mod
 import hetgym
 from baselines.andreas import AndreasRG
-from baselines.andreas_kernel import pinned_nodes_nb, rg_search_nb
+from baselines.andreas_configs import pinned_nodes_nb
+from baselines.andreas_kernel import rg_search_nb
 from baselines.andreas_parts import (
     ConfigTable,
     NodeClasses,
@@ -48,7 +49,7 @@ def pinned_mask(view, run: np.ndarray, node: np.ndarray) -> np.ndarray:
 
 def pinned_nodes(view, classes: NodeClasses, pinned: list[int]):
     """Per node: free GPUs, open flag and first-ending (time, EUR) left by pinned jobs
-    (:func:`~baselines.andreas_kernel.pinned_nodes_nb`)."""
+    (:func:`~baselines.andreas_configs.pinned_nodes_nb`)."""
     n_nodes = len(view.node_device)
     free = np.asarray(view.node_gpus, dtype=np.int64).copy()
     is_open = np.zeros(n_nodes, dtype=np.bool_)

@@ -1,5 +1,5 @@
 """The ANDREAS search's exact rejection of a row that no node can host any more
-(``_fits_now_nb`` in :mod:`baselines.andreas_kernel`: where no running job is re-planned,
+(``_fits_now_nb`` in :mod:`baselines.andreas_bind`: where no running job is re-planned,
 a node the iteration has not touched still hosts what it hosted at the start) gives the
 plain scan's plans, f_OBJ and draws bit for bit (``rg_search_nb(..., scan=True)``, which
 does not take the shortcut), on fitgpp-lab decision points where many jobs fit at the

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 import baselines
 from baselines.classic import SRPT
-from baselines.srpt_kernels import heap_pop_nb, heap_push_nb
+from baselines.srpt_arrays import heap_pop_nb, heap_push_nb
 from baselines.srpt_plan import SRPTPlan
 from tests.baselines.test_fast_paths import PlainSRPT, assert_same_schedule, workload
 
