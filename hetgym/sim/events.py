@@ -19,6 +19,13 @@ in Python: a run without interference passes a
 :data:`~hetgym.sim.mirror.PlainParamsK`, for which :func:`refresh_rates` and the
 interfered rate resolve to nothing and to the plain rate at compile time
 (:mod:`hetgym.sim.interference`).
+
+Compile time after install grows with every inlined copy of a helper (Numba types and
+lowers it again at each site, and LLVM optimises each copy): the resource and power
+books (:func:`~hetgym.sim.kernels.alloc_call_nb`, :func:`power_busy_nb`), which start,
+release and move all take, are kernels of their own, compiled once and linked into
+each. Helpers with one site per kernel stay inlined: as kernels of their own they
+measured more compile work, not less (instruction counts of a cold run).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from numba import njit
 from hetgym.sim.codes import DONE, GRACE, QUEUED, RUNNING
 from hetgym.sim.interference import copies_rate_nb, refresh_rates
 from hetgym.sim.kernels import (
+    alloc_call_nb,
     alloc_nb,
     check_placement_nb,
     place_nb,
@@ -60,14 +68,18 @@ START_OK, START_NOT_QUEUED, START_TPUT_ZERO, START_NO_ROOM, START_NOT_RUNNING = 
 START_WRONG_DEVICE = 11
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, no_cfunc_wrapper=True)
 def power_busy_nb(w, wnodes, wgpus, sign, cpus_row, nodes, run):
     """Add (sign=+1) or remove (-1) a placement's active power and busy units.
 
     Also keeps the per-node books (``run.node_*``, integrated lazily: a node's energy
     and busy seconds are brought up to now only when its power changes) and switches a
     node's ``switch_w`` (its idle power under ``idle_power="busy_nodes"``) on with its
-    first worker and off with its last."""
+    first worker and off with its last.
+
+    A kernel of its own, not inlined (like :func:`~hetgym.sim.kernels.alloc_call_nb`):
+    start, release and move share one compiled copy; ``sign`` is passed as a run-time
+    int64 (``np.int64(1)``), never as a literal, which would compile it again."""
     acc, busy = run.acc, run.busy
     node_t, node_e, node_pw, node_units, node_busy = (run.node_t, run.node_e, run.node_pw,
                                                       run.node_units, run.node_busy)
@@ -119,8 +131,8 @@ def release_nb(job, P, S):
     w = js.nworkers[job]
     wn = js.worker_node[job, :w]
     wg = js.worker_gpu[job, :w]
-    alloc_nb(job, w, wn, wg, -1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
-    power_busy_nb(w, wn, wg, -1, jobs.cpus_need[job], nodes, run)
+    alloc_call_nb(job, w, wn, wg, np.int64(-1), jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
+    power_busy_nb(w, wn, wg, np.int64(-1), jobs.cpus_need[job], nodes, run)
     js.exec_time[job] += now - js.run_start[job]
     js.attained[job] += w * (now - js.run_start[job])
     k = run.ctr[CTR_SEG]
@@ -365,8 +377,8 @@ def _occupy_nb(job, w, wnodes, wgpus, dev, P, S):
     With copies (M4: ``w`` = gang x copies, copy c at ``wnodes[c W:(c + 1) W]``) the rate
     is the sum of the copies' rates."""
     jobs, nodes, js, run = P.jobs, P.nodes, S.job, S.run
-    alloc_nb(job, w, wnodes, wgpus, 1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
-    power_busy_nb(w, wnodes, wgpus, 1, jobs.cpus_need[job], nodes, run)
+    alloc_call_nb(job, w, wnodes, wgpus, np.int64(1), jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
+    power_busy_nb(w, wnodes, wgpus, np.int64(1), jobs.cpus_need[job], nodes, run)
     for i in range(w, js.nworkers[job]):  # slots the last run had beyond this one (copies)
         js.worker_node[job, i] = -1
         js.worker_gpu[job, i] = -1
@@ -467,9 +479,9 @@ def move_nb(job, w, wnodes, wgpus, P, S):
     ow = js.nworkers[job]
     on = js.worker_node[job, :ow]
     og = js.worker_gpu[job, :ow]
-    alloc_nb(job, ow, on, og, -1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
+    alloc_call_nb(job, ow, on, og, np.int64(-1), jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
     code, dev = _check_nb(job, w, wnodes, wgpus, P, S)
-    alloc_nb(job, ow, on, og, 1, jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
+    alloc_call_nb(job, ow, on, og, np.int64(1), jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
     if code != START_OK:
         return code
     checkpoint_loss_nb(job, P, S)

@@ -346,6 +346,14 @@ def alloc_nb(job, w, wnodes, wgpus, sign, cpus_row, mem, nodes, ns):
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
+def alloc_call_nb(job, w, wnodes, wgpus, sign, cpus_row, mem, nodes, ns):
+    """:func:`alloc_nb` as a kernel of its own, for the event kernels' start, release and
+    move (one compiled copy, not one per site; ``sign`` a run-time int64, never a
+    literal: see the module docstring)."""
+    alloc_nb(job, w, wnodes, wgpus, sign, cpus_row, mem, nodes, ns)
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
 def alloc_jobs_nb(idx, sign, jobs, nodes, js, ns):
     """:func:`alloc_nb` for the current placements of the jobs ``idx``, one after another
     (the same floating-point operations, in the same order, as one call per job)."""

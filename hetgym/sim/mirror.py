@@ -102,6 +102,47 @@ _TYPES: dict[type, tuple[type, list, bool]] = {}
 _MEMINFO = types.MemInfoPointer(types.voidptr)
 
 
+def _inst_type(proxy: type, ftypes: Any) -> tuple[Any, list, Any]:
+    """The Numba instance type of ``proxy``'s structref for field types ``ftypes``, the
+    indices of its lent array fields and the type of its ``owner_`` field (:func:`packer`)."""
+    typeclass, fields, lend = _TYPES[proxy]
+    lent = [i for i, t in enumerate(ftypes) if lend and isinstance(t, types.Array)]
+    own_type = types.UniTuple(_MEMINFO, len(lent))
+    inst_type = typeclass(list(zip(fields, ftypes)) + ([("owner_", own_type)] if lent else []))
+    return inst_type, lent, own_type
+
+
+def _build(context: Any, builder: Any, proxy: type, ftypes: Any, values: list) -> Any:
+    """Code that allocates a structref of ``proxy``'s type and stores ``values`` (of types
+    ``ftypes``) in its fields, one reference taken each (array fields lent, see
+    :func:`packer`); returns the new structref (a new reference)."""
+    fields = _TYPES[proxy][1]
+    inst_type, lent, own_type = _inst_type(proxy, ftypes)
+    data_type = inst_type.get_data_type()
+    alloc_type = context.data_model_manager[data_type].get_value_type()
+    size = context.get_constant(types.uintp, context.get_abi_sizeof(alloc_type))
+    meminfo = context.nrt.meminfo_alloc_dtor(builder, size,
+                                             imp_dtor(context, builder.module, inst_type))
+    ptr = builder.bitcast(context.nrt.meminfo_data(builder, meminfo), alloc_type.as_pointer())
+    builder.store(cgutils.get_null_value(alloc_type), ptr)
+    data = cgutils.create_struct_proxy(data_type)(context, builder, ref=ptr)
+    owned = []
+    for i, field in enumerate(fields):
+        value = values[i]
+        context.nrt.incref(builder, ftypes[i], value)
+        if i in lent:  # the reference goes to owner_, the field keeps no meminfo
+            ary = context.make_array(ftypes[i])(context, builder, value)
+            owned.append(ary.meminfo)
+            ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
+            value = ary._getvalue()
+        setattr(data, field, value)
+    if lent:
+        data.owner_ = context.make_tuple(builder, own_type, owned)
+    inst = cgutils.create_struct_proxy(inst_type)(context, builder)
+    inst.meminfo = meminfo
+    return inst._getvalue()
+
+
 def packer(proxy: type) -> Any:
     """A compiled-code intrinsic ``pack(tup)`` that returns a new structref of ``proxy``'s
     type (from :func:`struct_of`) whose fields are the items of the tuple ``tup``, in order.
@@ -122,39 +163,14 @@ def packer(proxy: type) -> Any:
     typed list, another structref), also after the state's arrays were replaced. The one
     rule: an array read from it must not outlive it (kernels taking the mirror return
     scalars; a kernel storing such an array elsewhere would store it without an owner)."""
-    typeclass, fields, lend = _TYPES[proxy]
 
     @intrinsic
     def pack(typingctx, tup):
-        lent = [i for i, t in enumerate(tup.types) if lend and isinstance(t, types.Array)]
-        own_type = types.UniTuple(_MEMINFO, len(lent))
-        inst_type = typeclass(list(zip(fields, tup.types)) + ([("owner_", own_type)] if lent else []))
+        inst_type = _inst_type(proxy, tup.types)[0]
 
         def codegen(context, builder, sig, args):
-            data_type = inst_type.get_data_type()
-            alloc_type = context.data_model_manager[data_type].get_value_type()
-            size = context.get_constant(types.uintp, context.get_abi_sizeof(alloc_type))
-            meminfo = context.nrt.meminfo_alloc_dtor(builder, size,
-                                                     imp_dtor(context, builder.module, inst_type))
-            ptr = builder.bitcast(context.nrt.meminfo_data(builder, meminfo),
-                                  alloc_type.as_pointer())
-            builder.store(cgutils.get_null_value(alloc_type), ptr)
-            data = cgutils.create_struct_proxy(data_type)(context, builder, ref=ptr)
-            owned = []
-            for i, field in enumerate(fields):
-                value = builder.extract_value(args[0], i)
-                context.nrt.incref(builder, tup.types[i], value)
-                if i in lent:  # the reference goes to owner_, the field keeps no meminfo
-                    ary = context.make_array(tup.types[i])(context, builder, value)
-                    owned.append(ary.meminfo)
-                    ary.meminfo = cgutils.get_null_value(ary.meminfo.type)
-                    value = ary._getvalue()
-                setattr(data, field, value)
-            if lent:
-                data.owner_ = context.make_tuple(builder, own_type, owned)
-            inst = cgutils.create_struct_proxy(inst_type)(context, builder)
-            inst.meminfo = meminfo
-            return inst._getvalue()
+            values = [builder.extract_value(args[0], i) for i in range(len(tup.types))]
+            return _build(context, builder, proxy, tup.types, values)
 
         return inst_type(tup), codegen
 
@@ -196,40 +212,57 @@ class Mirror(NamedTuple):
     js: Any     # JobStateK (= S.job)
 
 
-_pack_jobs, _pack_nodes, _pack_opts = packer(JobArraysK), packer(NodeArraysK), packer(OptionsK)
-_pack_params, _pack_plain = packer(ParamsK), packer(PlainParamsK)
-_pack_js, _pack_ns, _pack_run = packer(JobStateK), packer(NodeStateK), packer(RunStateK)
-_pack_state = packer(StateK)
+def _members(builder: Any, tupty: Any, value: Any) -> list:
+    return [builder.extract_value(value, i) for i in range(len(tupty.types))]
 
 
-@njit(cache=True, inline="always")
-def _state_parts_nb(P, S):
-    jobs = _pack_jobs(P.jobs)
-    nodes = _pack_nodes(P.nodes)
-    ns = _pack_ns(S.node)
-    run = _pack_run(S.run)
-    js = _pack_js(S.job)
-    ks = _pack_state((js, ns, run) + S[3:])
-    return ks, nodes, ns, run, jobs, js
+@intrinsic
+def _pack_mirror(typingctx, P, S):
+    """``(kp, kpp, *rest)``: the fields of :class:`Mirror` for the NamedTuples ``P``
+    (:class:`Params`) and ``S`` (:class:`State`), ``P`` packed twice, as a
+    :data:`ParamsK` ``kp`` and as a :data:`PlainParamsK` ``kpp`` (the same parts; the
+    caller keeps one). Each structref is built as :func:`packer` builds it, straight from
+    the arguments' members: no intermediate tuples, and one compiled function, so one
+    unboxing of the state's ~85 arrays, for runs with and without interference."""
+    jobs_t = _inst_type(JobArraysK, P.types[0].types)[0]
+    nodes_t = _inst_type(NodeArraysK, P.types[1].types)[0]
+    opts_t = _inst_type(OptionsK, P.types[2].types)[0]
+    kp_fields = (jobs_t, nodes_t, opts_t) + tuple(P.types[3:])
+    kp_t = _inst_type(ParamsK, kp_fields)[0]
+    kpp_t = _inst_type(PlainParamsK, kp_fields)[0]
+    js_t = _inst_type(JobStateK, S.types[0].types)[0]
+    ns_t = _inst_type(NodeStateK, S.types[1].types)[0]
+    run_t = _inst_type(RunStateK, S.types[2].types)[0]
+    ks_fields = (js_t, ns_t, run_t) + tuple(S.types[3:])
+    ks_t = _inst_type(StateK, ks_fields)[0]
+    ret = types.Tuple((kp_t, kpp_t, ks_t, nodes_t, ns_t, run_t, jobs_t, js_t))
+
+    def codegen(context, builder, sig, args):
+        pv, sv = _members(builder, P, args[0]), _members(builder, S, args[1])
+        parts = []
+        for proxy, k, tupty, vals in ((JobArraysK, 0, P, pv), (NodeArraysK, 1, P, pv),
+                                      (OptionsK, 2, P, pv), (JobStateK, 0, S, sv),
+                                      (NodeStateK, 1, S, sv), (RunStateK, 2, S, sv)):
+            parts.append(_build(context, builder, proxy, tupty.types[k].types,
+                                _members(builder, tupty.types[k], vals[k])))
+        jobs, nodes, opts, js, ns, run = parts
+        kp = _build(context, builder, ParamsK, kp_fields, [jobs, nodes, opts] + pv[3:])
+        kpp = _build(context, builder, PlainParamsK, kp_fields, [jobs, nodes, opts] + pv[3:])
+        context.nrt.decref(builder, opts_t, opts)  # held by kp and kpp only
+        ks = _build(context, builder, StateK, ks_fields, [js, ns, run] + sv[3:])
+        return context.make_tuple(builder, ret, [kp, kpp, ks, nodes, ns, run, jobs, js])
+
+    return ret(P, S), codegen
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
 def _mirror_nb(P, S):
-    ks, nodes, ns, run, jobs, js = _state_parts_nb(P, S)
-    kp = _pack_params((jobs, nodes, _pack_opts(P.opts)) + P[3:])
-    return kp, ks, nodes, ns, run, jobs, js
-
-
-@njit(cache=True, no_cfunc_wrapper=True)
-def _mirror_plain_nb(P, S):
-    ks, nodes, ns, run, jobs, js = _state_parts_nb(P, S)
-    kp = _pack_plain((jobs, nodes, _pack_opts(P.opts)) + P[3:])
-    return kp, ks, nodes, ns, run, jobs, js
+    return _pack_mirror(P, S)
 
 
 def mirror(params: Params, state: State) -> Mirror:
     """The structref mirror of ``(params, state)`` (same arrays, no copies); ``P`` is a
     :data:`PlainParamsK` when the run has no interference, else a :data:`ParamsK`."""
     load_registries()  # the first compiled call of a run: Numba's start without scipy.linalg
-    build = _mirror_plain_nb if params.opts.interf_mode == 0 else _mirror_nb
-    return Mirror(*build(params, state))
+    kp, kpp, *rest = _mirror_nb(params, state)
+    return Mirror(kpp if params.opts.interf_mode == 0 else kp, *rest)
