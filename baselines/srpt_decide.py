@@ -199,8 +199,10 @@ def decide_nb(A, P, S, grace_code):
     tmp_g = np.empty(wmax, dtype=np.int64)
     i = 0
     while True:
-        best = -1
-        bj = -1
+        # typed, not literal: a literal -1 here made Numba compile _place_first_nb and
+        # _leave_nb once more, for Literal[int](-1) (the runtime value is the job found)
+        best = np.int64(-1)
+        bj = np.int64(-1)
         for g in range(n_groups):
             if not alive[g] or hn[g] == 0:
                 continue

@@ -18,7 +18,14 @@ from numba.typed import List
 
 from hetgym.envs.features import observe_nb
 from hetgym.sim.codes import RUNNING
-from hetgym.sim.events import STEP_LOG_FULL, STEP_MOVED, STEP_NONE, place_start_nb, preempt_nb, step_nb
+from hetgym.sim.events import (
+    STEP_LOG_FULL,
+    STEP_MOVED,
+    STEP_NONE,
+    place_start_nb,
+    preempt_nb,
+    step_nb,
+)
 from hetgym.sim.kernels import mask_fill_nb, queue_compact_nb
 from hetgym.sim.mirror import packer, struct_of
 from hetgym.sim.state import (
@@ -120,7 +127,7 @@ def window_mask_nb(P, S, run_window, ES):
     c_n = jobs.tput.shape[1]
     if (ctr[CTR_QTAIL] - ctr[CTR_QHEAD]) > 2 * ctr[CTR_Q]:
         queue_compact_nb(run, js.qpos)
-    nq = 0
+    nq = np.int64(0)  # typed: a literal 0 compiled mask_fill_nb once more, for Literal[int](0)
     for i in range(ctr[CTR_QHEAD], ctr[CTR_QTAIL]):
         if nq == k_n:
             break
