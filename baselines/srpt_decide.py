@@ -134,7 +134,6 @@ def rows_nb(A, P, S):
         perm[u + 1] = p
 
 
-
 @njit(cache=True)
 def decide_nb(A, P, S, grace_code):
     """SRPT's plan at this decision point (module docstring) on the
