@@ -82,6 +82,7 @@ def test_relative_links_in_the_docs_resolve():
     broken = []
     for md in [ROOT / "README.md", ROOT / "BENCHMARKS.md", *sorted((ROOT / "docs").glob("*.md"))]:
         text = re.sub(r"```.*?```", "", md.read_text(), flags=re.S)
+        text = re.sub(r"`[^`\n]*`", "", text)  # inline code is not a link either
         for target in re.findall(r"\[[^\]]*\]\(([^)\s]+)\)", text):
             if re.match(r"[a-z]+:", target):
                 continue
