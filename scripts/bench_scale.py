@@ -4,6 +4,7 @@
     python scripts/bench_scale.py --sizes 1000,4000 --timeout 60   # what finishes now
     python scripts/bench_scale.py --schedulers fifo,sjf --loads 1.2 --out scale.md
     python scripts/bench_scale.py --schedulers "" --lab all --clock cpu --timeout 120  # fitgpp-lab only
+    python scripts/bench_scale.py --schedulers allox:window=8 --fifo-sizes "" --lab none  # with parameters
 
 Prints a Markdown table: for each scheduler and offered load, the wall time of
 ``hetgym.simulate`` (Numba compile time excluded: every scheduler first runs a tiny
@@ -67,10 +68,33 @@ def scale_scenario(n_jobs: int, load: float, seed: int = 0):
                     options=SimOptions(cpu_slot_cores=CPU_SLOT_CORES))
 
 
+def make_scheduler(spec: str):
+    """The baseline of ``spec``: a registered name, optionally with parameters as
+    ``name:key=value[:key=value...]`` (values read as int, float, bool or None when they
+    parse as one, else kept as text), e.g. ``allox:window=8``."""
+    import baselines
+
+    name, *pairs = spec.split(":")
+    params = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"scheduler spec {spec!r}: expected name:key=value, got {pair!r}")
+        val: object = raw
+        for conv in (int, float):
+            try:
+                val = conv(raw)
+                break
+            except ValueError:
+                pass
+        val = {"true": True, "false": False, "none": None}.get(raw.lower(), val)
+        params[key] = val
+    return baselines.make(name, **params)
+
+
 def _run(kind: str, name: str, n_jobs: int, load: float, conn) -> None:
     """Child process: warm up ``name`` on a small scenario, then time the real run."""
     try:
-        import baselines
         import hetgym
 
         if kind == "scale":
@@ -81,10 +105,10 @@ def _run(kind: str, name: str, n_jobs: int, load: float, conn) -> None:
             # moves between 256 and 512 jobs), so that no kernel compiles in the timed run
             tiny = hetgym.scenarios.get("fitgpp-lab", n_jobs=min(512, n_jobs))
             sc = hetgym.scenarios.get("fitgpp-lab", n_jobs=n_jobs)
-        hetgym.simulate(tiny, baselines.make(name))
+        hetgym.simulate(tiny, make_scheduler(name))
         conn.send({"ready": True})  # the timeout starts now
         t, c = time.perf_counter(), time.process_time()
-        res = hetgym.simulate(sc, baselines.make(name))
+        res = hetgym.simulate(sc, make_scheduler(name))
         wall, cpu = time.perf_counter() - t, time.process_time() - c
         m = res.summary()
         conn.send({"wall": wall, "cpu": cpu, "events": float(m["events"]),
