@@ -326,10 +326,21 @@ class AlloXPlus:
 
     Attributes:
         timeout: Waiting time (s) after which a job is prioritised.
+        walk: Walk at most this many jobs of the ordered list per decision point (the
+            others wait for the next one); ``None`` = the whole list (the paper's rule).
+            Not the paper's: it bounds the walk's cost per decision point, and changes
+            the schedule whenever a job past position ``walk`` would have started now
+            (BENCHMARKS.md, issue 9, fourteenth pass).
     """
 
     timeout: float = 3600.0
     round_length: float | None = None
+    walk: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.walk is not None and (isinstance(self.walk, bool) or int(self.walk) != self.walk
+                                      or self.walk < 1):
+            raise ValueError(f"AlloX+: walk must be a positive integer or None, got {self.walk!r}")
 
     def reset(self, view: View) -> None:
         """Precompute every job's processing times (they do not change: AlloX+ never
@@ -355,4 +366,6 @@ class AlloXPlus:
         n = plus_order_inc_nb(np.ascontiguousarray(q, dtype=np.int64), self._arrival, self._key,
                               float(view.now), float(self.timeout), self._order, self._srt,
                               self._insrt, self._inq, self._state)
+        if self.walk is not None:
+            n = min(n, int(self.walk))
         return _list_schedule(view, self._order[:n], self._p, pool, cap)

@@ -291,7 +291,9 @@ class PlainAlloXPlus(AlloXPlus):
         order = np.lexsort((key, ~late))
         full = np.full((view.n_jobs, p.shape[1]), np.inf)
         full[q] = p
-        return _list_schedule(view, q[order], full, pool, cap)
+        walked = q[order] if self.walk is None else q[order][: self.walk]
+        self.cut = getattr(self, "cut", 0) + int(len(walked) < len(q))
+        return _list_schedule(view, walked, full, pool, cap)
 
 
 @pytest.mark.parametrize("name, kw", SCENARIOS + [("allox-hybrid", {"setting": "paper", "n_jobs": 600})])
@@ -353,3 +355,29 @@ def test_allox_plus_matches_plain_rule_on_the_scaling_workload(n_jobs, load) -> 
     queues of hundreds of jobs under overload)."""
     sc = _scaling_scenario(n_jobs, load)
     assert_same_schedule(sc, AlloXPlus(), PlainAlloXPlus())
+
+
+@pytest.mark.parametrize("walk", [1, 4])
+def test_allox_plus_walk_bounds_the_list(walk) -> None:
+    """``AlloXPlus(walk=k)`` list-schedules only the first ``k`` jobs of the plain rule's
+    order at each decision point: the same schedule as the plain rule cut at ``k``, on a
+    workload whose queue holds hundreds of jobs (so the cut happens)."""
+    sc = _scaling_scenario(400, 1.2)
+    plain = PlainAlloXPlus(walk=walk)
+    assert_same_schedule(sc, AlloXPlus(walk=walk), plain)
+    assert plain.cut > 0
+    full = hetgym.simulate(sc, AlloXPlus())
+    cut = hetgym.simulate(sc, AlloXPlus(walk=walk))
+    assert not full.jobs["start"].equals(cut.jobs["start"])  # the cut changes the schedule
+    assert cut.jobs["end"].notna().all()
+
+
+def test_allox_plus_walk_past_the_queue_is_the_paper_rule() -> None:
+    sc = hetgym.scenarios.get("allox-hybrid")
+    assert_same_schedule(sc, AlloXPlus(walk=10**9), AlloXPlus())
+
+
+@pytest.mark.parametrize("walk", [0, -3, 2.5, True, "8"])
+def test_allox_plus_refuses_a_bad_walk(walk) -> None:
+    with pytest.raises((ValueError, TypeError), match="walk"):
+        AlloXPlus(walk=walk)
