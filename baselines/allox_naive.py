@@ -23,6 +23,7 @@ from hetgym.sim.view import View
 __all__ = ["BF", "JSQPlus", "SJFPlus"]
 
 _FUTURE, _QUEUED = int(JobStatus.FUTURE), int(JobStatus.QUEUED)
+_RUNNING, _GRACE = int(JobStatus.RUNNING), int(JobStatus.GRACE)
 
 
 @dataclass
@@ -111,8 +112,8 @@ class JSQPlus:
             return self._fifo.decide(view)
         status = np.asarray(view.status)
         held = self.holder >= 0
-        self.holder[held & (status[np.maximum(self.holder, 0)] != 2)
-                    & (status[np.maximum(self.holder, 0)] != 3)] = -1
+        self.holder[held & (status[np.maximum(self.holder, 0)] != _RUNNING)
+                    & (status[np.maximum(self.holder, 0)] != _GRACE)] = -1
         k = self._next
         while k < view.n_jobs and status[k] != _FUTURE:
             k += 1

@@ -168,3 +168,19 @@ def test_unmasked_policy_cannot_idle_forever():
     cfg = EnvConfig(n_jobs=None, window=4)
     res = hetgym.simulate(sc, AgentScheduler(lambda o, m: 8, cfg), seed=0)
     assert res.summary()["unfinished_jobs"] == 0
+
+
+def test_agents_window_scenario_shifts_deadlines_with_arrivals():
+    """``agents.envtools.window_scenario`` (the episode of those rows, for ``simulate``)
+    moves each job's deadline with its arrival: every job keeps its slack."""
+    from tests.envs.test_env_semantics import _deadline_scenario
+
+    sc = _deadline_scenario("tardiness")
+    rows = np.arange(3, 8)
+    fr = sc.workload.frame.iloc[rows]
+    w = window_scenario(sc, rows).workload.frame
+    assert w["arrival"].iloc[0] == 0.0
+    np.testing.assert_allclose((w["deadline"] - w["arrival"]).to_numpy(),
+                               (fr["deadline"] - fr["arrival"]).to_numpy())
+    np.testing.assert_allclose(w["arrival"].to_numpy(),
+                               (fr["arrival"] - fr["arrival"].iloc[0]).to_numpy())

@@ -116,6 +116,16 @@ def test_episode_return_equals_metric_for_every_term(n_jobs):
         }[term]
         assert ret == pytest.approx(expected, rel=1e-9), term
         assert terms[term] == pytest.approx(expected, rel=1e-9)
+        if term == "tardiness":
+            # the deadlines the episode should charge, from the workload itself: each
+            # job's deadline moved by its window's shift (its arrival is moved by it too)
+            rows = np.arange(len(sc.workload.frame)) if sim.rows is None else sim.rows
+            fr = sc.workload.frame.iloc[rows]
+            shift = float(fr["arrival"].iloc[0]) - float(jb.arrival[0])
+            due = fr["deadline"].to_numpy() - shift
+            own = -(fr["weight"].to_numpy() * np.maximum(0.0, js.end - due)).sum()
+            assert own < 0  # some job is late: the check can tell shifted deadlines apart
+            assert ret == pytest.approx(own, rel=1e-9)
 
 
 def test_windows_shift_deadlines_with_arrivals():

@@ -1,0 +1,41 @@
+"""Code compares job states and counters by name, not by number (issue 9, section 1:
+"kernels compare raw numbers (``status == 3``, ``ctr[6]``, ``acc[2]``) although named
+constants exist")."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: a job status compared with a literal, or a counter / accumulator read at a literal index
+RAW = [re.compile(r"\bstatus\w*(\[[^\]]*\])*\s*(==|!=|<=|>=|<|>)\s*\d"),
+       re.compile(r"\b\d\s*(==|!=|<=|>=|<|>)\s*\w*status\b"),
+       re.compile(r"\b(ctr|acc)\[\s*\d+\s*\]")]
+
+
+def _raw_compares(root: Path) -> list[str]:
+    hits = []
+    for pkg in ("hetgym", "baselines", "agents"):
+        for path in sorted((root / pkg).rglob("*.py")):
+            for no, line in enumerate(path.read_text().splitlines(), 1):
+                code = line.split("#", 1)[0]
+                if "res.status" in code:  # scipy's OptimizeResult.status, not a job's
+                    continue
+                if any(p.search(code) for p in RAW):
+                    hits.append(f"{path.relative_to(root)}:{no}: {line.strip()}")
+    return hits
+
+
+def test_no_raw_status_or_counter_numbers():
+    assert _raw_compares(ROOT) == []
+
+
+def test_the_check_finds_raw_numbers(tmp_path):
+    pkg = tmp_path / "hetgym"
+    pkg.mkdir()
+    (pkg / "k.py").write_text("if status[j] == 3:\n    pass\nx = run.ctr[6] + S.acc[2]\n"
+                              "ok = status[j] == GRACE  # status == 3 in a comment\n")
+    for other in ("baselines", "agents"):
+        (tmp_path / other).mkdir()
+    hits = _raw_compares(tmp_path)
+    assert [h.split(":")[1] for h in hits] == ["1", "3"]
