@@ -27,8 +27,6 @@ from hetgym.sim.state_types import (
 )
 from hetgym.specs import Scenario
 
-__all__ = ["build_params", "max_copies", "min_units", "new_state", "refill"]
-
 
 def build_params(scenario: Scenario, jobs: JobArrays, round_length: float | None) -> Params:
     """Static parameters of a run."""

@@ -10,8 +10,6 @@ from hetgym.sim.state_nodes import build_nodes, gang_fits
 from hetgym.sim.state_types import JobArrays
 from hetgym.specs import Scenario
 
-__all__ = ["best_durations", "build_jobs", "cut_window", "interference_matrix", "job_types"]
-
 
 def build_jobs(scenario: Scenario, rows: np.ndarray | None = None) -> JobArrays:
     """Job arrays in workload order (sorted by arrival, then job_id).

@@ -8,8 +8,6 @@ import numpy as np
 from hetgym.sim.state_types import NodeArrays
 from hetgym.specs import ClusterSpec, Scenario
 
-__all__ = ["build_nodes", "cluster_nodes", "gang_fits", "gang_slots", "node_names", "node_slots"]
-
 
 def node_names(scenario: Scenario) -> list[str]:
     """Per-node names ``"<group>-<i>"`` in node index order."""

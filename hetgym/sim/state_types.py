@@ -8,34 +8,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = [
-    "ACC_ENERGY",
-    "ACC_NOW",
-    "ACC_POWER",
-    "ACC_ROUND",
-    "ACC_WAKE",
-    "CTR_ARR",
-    "CTR_DONE",
-    "CTR_ERR",
-    "CTR_EV",
-    "CTR_Q",
-    "CTR_QHEAD",
-    "CTR_QTAIL",
-    "CTR_RUN",
-    "CTR_SEG",
-    "JobArrays",
-    "JobState",
-    "N_ACC",
-    "N_CTR",
-    "NodeArrays",
-    "NodeState",
-    "Options",
-    "Params",
-    "RunState",
-    "State",
-]
-
-
 # run.ctr (int64): next arrival, queue buffer head / tail, live queue length, running,
 # done, event instants, job of an error, segments logged
 CTR_ARR, CTR_QHEAD, CTR_QTAIL, CTR_Q, CTR_RUN, CTR_DONE, CTR_EV, CTR_ERR, CTR_SEG = range(9)
