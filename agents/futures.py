@@ -170,9 +170,7 @@ def _widen(sim: Simulator, wmax: int) -> None:
                          worker_gpu=np.ascontiguousarray(np.hstack([js.worker_gpu, fill])))
     if wmax > len(run.out_node):
         run = run._replace(out_node=np.zeros(wmax, dtype=np.int64), out_gpu=np.zeros(wmax, dtype=np.int64))
-    sim.state = st._replace(job=js, run=run)
-    sim.js = sim.state.job
-    sim._bind()
+    sim.replace_state(st._replace(job=js, run=run))
 
 
 def window_key(sim: Simulator) -> int:

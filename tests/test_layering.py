@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
-import subprocess
 import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -163,3 +164,31 @@ def test_compare_uses_the_plugin_registry(fresh_registry):
     runs = run_grid("toy-3jobs", ["fifo"], [0], progress=False)
     ref = hetgym.simulate(scenarios.get("toy-3jobs"), baselines.make("fifo"), seed=0)
     assert runs["avg_jct"].tolist() == [ref.summary()["avg_jct"]]
+
+
+#: What only the simulator itself may touch: its kernel binding, the kernels' private
+#: argument buffers, and its state attributes (swapped through ``Simulator.replace_state``).
+_PRIVATE_SIM = re.compile(r"(?<!self)\._bind\(|\._step_args\b|\._out_node\b"
+                          r"|\bsim\.(state|js|ns|params|jobs|nodes)\s*=(?!=)")
+
+
+def _reach_through(root: Path) -> list[str]:
+    hits = []
+    for pkg in ("agents", "baselines", "hetgym/envs", "hetgym/traces", "scripts"):
+        for path in sorted((root / pkg).rglob("*.py")):
+            for no, line in enumerate(path.read_text().splitlines(), 1):
+                if _PRIVATE_SIM.search(line.split("#", 1)[0]):
+                    hits.append(f"{path.relative_to(root)}:{no}: {line.strip()}")
+    return hits
+
+
+def test_no_reach_through_into_the_simulator():
+    """Issue 9: no reach-through into private attributes between env, agents and engine."""
+    assert _reach_through(ROOT) == []
+
+
+def test_the_reach_through_check_finds_one(tmp_path):
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "x.py").write_text(
+        "sim.state = st\nsim._bind()\nself._bind()\nok = sim.state == st\n")
+    assert [h.split(":")[1] for h in _reach_through(tmp_path)] == ["1", "2"]

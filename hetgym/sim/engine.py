@@ -151,6 +151,21 @@ class Simulator(SimulatorDecisions):
         self._binder = Binder(self.kP, self.kS)
         self._entries: dict[str, Any] = {}
 
+    def replace_state(self, state: State) -> None:
+        """Make ``state`` this simulator's dynamic state and rebind the kernels to its
+        arrays: the way to swap in a state whose arrays were replaced (a wider per-worker
+        table, a longer segment log). ``state`` must belong to this simulator's
+        ``params`` (same jobs and nodes); its arrays are used as they are, not copied."""
+        if (state.job.status.shape != self.state.job.status.shape
+                or state.node.free_gpus.shape != self.state.node.free_gpus.shape):
+            raise ValueError("replace_state: the state's job or node arrays do not match this "
+                             f"simulator's ({state.job.status.shape[0]} jobs, "
+                             f"{state.node.free_gpus.shape[0]} nodes; expected "
+                             f"{self.state.job.status.shape[0]} and {self.state.node.free_gpus.shape[0]})")
+        self.state = state
+        self.js, self.ns = state.job, state.node
+        self._bind()
+
     _UNPICKLED = ("kernel_state", "kP", "kS", "_binder", "_entries")
 
     def __getstate__(self) -> dict[str, Any]:
@@ -288,8 +303,7 @@ class Simulator(SimulatorDecisions):
         seg_f = np.zeros((need, 2))
         seg_i[:k] = run.seg_i
         seg_f[:k] = run.seg_f
-        self.state = self.state._replace(run=run._replace(seg_i=seg_i, seg_f=seg_f))
-        self._bind()
+        self.replace_state(self.state._replace(run=run._replace(seg_i=seg_i, seg_f=seg_f)))
 
     @property
     def segment_gpus(self) -> np.ndarray:

@@ -187,3 +187,28 @@ def test_mirror_owns_its_arrays_and_outlives_its_simulator():
 def _toy_state():
     sim = Simulator(scenarios.get("toy-3jobs"))
     return sim.params, sim.state
+
+
+
+def test_replace_state_rebinds_the_kernels_and_refuses_a_foreign_state():
+    """``Simulator.replace_state`` swaps in a state with new arrays (here a copy of every
+    array): the kernels then write those arrays, not the old ones; a state of another size
+    is refused with the sizes named."""
+    import copy
+
+    import pytest
+
+    sc = scenarios.get("hetero-small", n_jobs=64)
+    sim = Simulator(sc)
+    old = sim.state
+    new = copy.deepcopy(old)
+    old_kS = sim.kS
+    sim.replace_state(new)
+    assert sim.state is new and sim.js is new.job and sim.ns is new.node and sim.kS is not old_kS
+    before = old.run.ctr.copy()
+    assert sim.advance()
+    assert sim.n_queue >= 1 and new.run.ctr.tolist() != before.tolist()
+    assert old.run.ctr.tolist() == before.tolist()  # the old arrays are not written any more
+    other = Simulator(scenarios.get("hetero-small", n_jobs=32))
+    with pytest.raises(ValueError, match="replace_state.*32 jobs.*expected 64"):
+        sim.replace_state(other.state)
