@@ -154,7 +154,15 @@ def all_at_zero(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def best_durations(df: pd.DataFrame, cluster: ClusterSpec) -> np.ndarray:
-    """Each job's run time on the fastest device type of the cluster (inf if none)."""
+    """Each job's run time on the fastest device type of the cluster (inf if none).
+
+    The job-table form of :func:`hetgym.sim.state.best_durations`, for raw trace tables
+    (loads, burstiness) before jobs are checked against the cluster: it does not look at
+    whether the gang fits that type's nodes, since a raw trace holds gangs that fit no
+    node type of a small cluster, and those count at their fastest type here (scenario
+    builders drop or reject them afterwards). On the jobs of a scenario, where every gang
+    fits some type, both forms agree wherever the fastest type holds the gang (every
+    registered scenario: ``tests/traces/test_traces_windows.py``)."""
     cols = [f"tput_{d}" for d in cluster.device_types]
     missing = [c for c in cols if c not in df.columns]
     if missing:

@@ -75,3 +75,18 @@ def test_philly_busiest_hours_episodes():
     for e in eps[:5]:
         assert len(e) == 500 and e["arrival"].iloc[0] == 0
         assert offered_load(e, CLUSTER) == pytest.approx(1.5)
+
+
+@pytest.mark.parametrize("name, kw", [("hetero-small", {}), ("allox-hybrid", {}), ("google-hybrid", {}),
+                                      ("fitgpp-lab", {"n_jobs": 512}), ("topo-sim", {}),
+                                      ("hadar-sim", {}), ("andreas-sim", {}), ("philly-hetero", {})])
+def test_table_best_durations_agree_with_the_simulators_on_scenarios(name, kw):
+    """The table form (no gang check) and the simulator's (fastest type that holds the
+    gang) give the same durations on the jobs of registered scenarios."""
+    import hetgym
+    from hetgym.sim.engine import Simulator
+    from hetgym.sim.state import best_durations as sim_best
+
+    sc = hetgym.scenarios.get(name, **kw)
+    np.testing.assert_allclose(best_durations(sc.workload.frame, sc.cluster),
+                               sim_best(Simulator(sc).jobs), rtol=1e-12)
