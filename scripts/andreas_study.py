@@ -28,11 +28,11 @@ import argparse
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from study_pool import process_pool
 
 ALGOS = ("andreas-rg", "andreas-fifo", "andreas-edf", "andreas-ps")
 SHORT = {"andreas-rg": "RG", "andreas-fifo": "FIFO", "andreas-edf": "EDF", "andreas-ps": "PS"}
@@ -68,7 +68,7 @@ def sweep(ns: list[int], seeds: int, delays: list[float], max_iter: int, workers
     if workers <= 1:
         rows = [run_one(t) for t in tasks]
     else:
-        with ProcessPoolExecutor(max_workers=workers) as ex:
+        with process_pool(workers) as ex:
             rows = list(ex.map(run_one, tasks))
     return pd.DataFrame(rows)
 

@@ -31,7 +31,6 @@ import os
 import sys
 import time
 from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import lru_cache, partial
 from pathlib import Path
@@ -39,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from study_pool import process_pool
 
 ALGOS = ("FIFO", "LRTP", "RAND", "FitGpp")
 
@@ -173,7 +173,7 @@ def run_all(tasks: list[Task], workers: int) -> pd.DataFrame:
     for i, t in enumerate(tasks):
         groups.setdefault(t.seed, []).append(i)
     rows: list[dict[str, float] | None] = [None] * len(tasks)
-    with ProcessPoolExecutor(max_workers=workers) as ex:
+    with process_pool(workers) as ex:
         for idx, out in zip(groups.values(), ex.map(_run_group, [[tasks[i] for i in g] for g in groups.values()])):
             for i, r in zip(idx, out):
                 rows[i] = r

@@ -26,12 +26,12 @@ import argparse
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from study_pool import process_pool
 
 SIM_ALGOS = ("hadar", "hadare", "gavel-las-perf", "tiresias", "yarn-cs")
 MIX_ALGOS = ("gavel-las-perf", "hadar", "hadare")
@@ -105,7 +105,7 @@ def run_all(tasks: list[tuple], workers: int) -> pd.DataFrame:
     """Every task (the slow ones first), in a process pool when ``workers > 1``."""
     if workers <= 1:
         return pd.DataFrame([run_one(t) for t in tasks])
-    with ProcessPoolExecutor(max_workers=workers) as ex:
+    with process_pool(workers) as ex:
         return pd.DataFrame(list(ex.map(run_one, tasks)))
 
 
