@@ -19,6 +19,7 @@ import pytest
 
 import hetgym
 from hetgym import scenarios, schedulers
+from tests.source_scan import code_hits
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -173,13 +174,8 @@ _PRIVATE_SIM = re.compile(r"(?<!self)\._bind\(|\._step_args\b|\._out_node\b"
 
 
 def _reach_through(root: Path) -> list[str]:
-    hits = []
-    for pkg in ("agents", "baselines", "hetgym/envs", "hetgym/traces", "scripts"):
-        for path in sorted((root / pkg).rglob("*.py")):
-            for no, line in enumerate(path.read_text().splitlines(), 1):
-                if _PRIVATE_SIM.search(line.split("#", 1)[0]):
-                    hits.append(f"{path.relative_to(root)}:{no}: {line.strip()}")
-    return hits
+    return code_hits(root, ("agents", "baselines", "hetgym/envs", "hetgym/traces", "scripts"),
+                     lambda code: bool(_PRIVATE_SIM.search(code)))
 
 
 def test_no_reach_through_into_the_simulator():

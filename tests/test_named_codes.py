@@ -5,6 +5,8 @@ constants exist")."""
 import re
 from pathlib import Path
 
+from tests.source_scan import code_hits
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: a job status compared with a literal, or a counter / accumulator read at a literal index
@@ -13,17 +15,14 @@ RAW = [re.compile(r"\bstatus\w*(\[[^\]]*\])*\s*(==|!=|<=|>=|<|>)\s*\d"),
        re.compile(r"\b(ctr|acc)\[\s*\d+\s*\]")]
 
 
+def _raw(code: str) -> bool:
+    if "res.status" in code:  # scipy's OptimizeResult.status, not a job's
+        return False
+    return any(p.search(code) for p in RAW)
+
+
 def _raw_compares(root: Path) -> list[str]:
-    hits = []
-    for pkg in ("hetgym", "baselines", "agents"):
-        for path in sorted((root / pkg).rglob("*.py")):
-            for no, line in enumerate(path.read_text().splitlines(), 1):
-                code = line.split("#", 1)[0]
-                if "res.status" in code:  # scipy's OptimizeResult.status, not a job's
-                    continue
-                if any(p.search(code) for p in RAW):
-                    hits.append(f"{path.relative_to(root)}:{no}: {line.strip()}")
-    return hits
+    return code_hits(root, ("hetgym", "baselines", "agents"), _raw)
 
 
 def test_no_raw_status_or_counter_numbers():
