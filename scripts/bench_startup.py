@@ -37,11 +37,10 @@ if "--env" in sys.argv[1:]:
     print(f"import {T1 - T0:.2f} s, make + reset {T2 - T1:.2f} s, first step {T3 - T2:.2f} s")
     sys.exit(0)
 
-from gavel_check import hetgym_scenario, select_jobs
+from gavel_check import startup_scenario
 
 import baselines
 import hetgym
-from hetgym.traces.gavel import packaged_gavel_dir
 
 
 def compile_recorder():
@@ -57,9 +56,7 @@ def compile_recorder():
 
 
 T1 = time.perf_counter()
-trace = packaged_gavel_dir() / "6c71a0.trace"
-sc = hetgym_scenario(trace, select_jobs(trace, 300, 4), {"v100": 36, "p100": 36, "k80": 36},
-                     {"v100": 4, "p100": 4, "k80": 4})
+sc = startup_scenario()
 T2 = time.perf_counter()
 rec, listening = compile_recorder() if "--compiles" in sys.argv[1:] else (None, nullcontext())
 with listening:

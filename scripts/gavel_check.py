@@ -101,6 +101,15 @@ def hetgym_scenario(trace: Path, rows: np.ndarray, gpus: dict, per_server: dict,
                     name=f"gavel-check:{trace.stem}")
 
 
+def startup_scenario() -> Scenario:
+    """The start-up workload of issue 9 (``scripts/bench_startup.py``,
+    ``scripts/startup_compare.py``): the first 300 Gavel-traceable jobs of the packaged
+    ``6c71a0.trace`` (at most 4 GPUs) on a 3 x 9 x 4-GPU cluster (V100, P100, K80)."""
+    trace = packaged_gavel_dir() / "6c71a0.trace"
+    return hetgym_scenario(trace, select_jobs(trace, 300, 4), {t: 36 for t in TYPES},
+                           {t: 4 for t in TYPES})
+
+
 def gavel_trace_file(trace: Path, rows: np.ndarray, out: Path, scale: float = 1.0) -> Path:
     """The selected jobs in Gavel's 10-field layout (what its ``parse_trace`` reads)."""
     raw = read_gavel_trace(trace).iloc[rows].copy()

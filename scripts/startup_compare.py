@@ -10,9 +10,10 @@ machine of that day, and the machines lent to later sessions ran the same code 1
 faster or slower. This script measures both trees on the machine it runs on, so that the
 ratio, not the absolute time, answers "how much faster than at 85dc500".
 
-The workload is that of ``scripts/bench_startup.py`` (300 jobs, FIFO, 3 x 9 x 4-GPU
-cluster), built once by this checkout and written to a temporary pickle; each tree reads
-it through the public interface of ``docs/semantics.md`` (``Workload.from_frame``,
+The workload is that of ``scripts/bench_startup.py`` (``gavel_check.startup_scenario``:
+300 jobs, FIFO, 3 x 9 x 4-GPU cluster), built once by this checkout: its jobs go to a
+temporary pickle, its nodes and options to the child as JSON; each tree reads them
+through the public interface of ``docs/semantics.md`` (``Workload.from_frame``,
 ``ClusterSpec``, ``NodeSpec``, ``SimOptions``, ``Scenario``, ``hetgym.simulate``,
 ``baselines.make``), which both trees have, so both simulate the same jobs (the script
 checks that they give the same average JCT). The older tree is checked out with ``git
@@ -48,16 +49,14 @@ import hetgym, baselines
 t1 = time.perf_counter()
 import pandas as pd
 from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
+spec = json.loads(sys.argv[2])
 df = pd.read_pickle(sys.argv[1])
 try:
     wl = Workload.from_frame(df)
 except Exception:  # an older tree that refuses the newer optional columns
-    wl = Workload.from_frame(df[json.loads(sys.argv[2])])
-nodes = [NodeSpec(t, count=9, gpu_type=t.upper(), gpus=4, cpus=256, mem_gb=4096.0)
-         for t in ("v100", "p100", "k80")]
-sc = Scenario(cluster=ClusterSpec(nodes), workload=wl,
-              options=SimOptions(restart_delay=0.0, round_length=360.0, topology_coeff=0.0),
-              name="startup-300")
+    wl = Workload.from_frame(df[spec["columns"]])
+sc = Scenario(cluster=ClusterSpec([NodeSpec(**n) for n in spec["nodes"]]), workload=wl,
+              options=SimOptions(**spec["options"]), name="startup-300")
 t2 = time.perf_counter()
 res = hetgym.simulate(sc, baselines.make("fifo"), seed=0)
 t3 = time.perf_counter()
@@ -71,26 +70,32 @@ BASE_COLUMNS = ["job_id", "arrival", "user", "job_class", "workers", "work", "tp
                 "grace_period", "comm", "forkable", "job_type", "trace_id"]
 
 
-def build_frame(path: Path) -> int:
-    """Write the 300-job frame of ``scripts/bench_startup.py`` to ``path``; its length."""
+#: The node and option fields the child passes on (those the start-up workload sets; every
+#: tree since 85dc500 has them).
+NODE_FIELDS = ("name", "count", "gpu_type", "gpus", "cpus", "mem_gb")
+OPTION_FIELDS = ("restart_delay", "round_length", "topology_coeff")
+
+
+def build_workload(path: Path) -> tuple[int, str]:
+    """Write the jobs of :func:`gavel_check.startup_scenario` to ``path``; their number and
+    the JSON the child reads the cluster, the options and the fallback columns from."""
     sys.path.insert(0, str(ROOT / "scripts"))
-    from gavel_check import hetgym_scenario, select_jobs
+    from gavel_check import startup_scenario
 
-    from hetgym.traces.gavel import packaged_gavel_dir
-
-    trace = packaged_gavel_dir() / "6c71a0.trace"
-    sc = hetgym_scenario(trace, select_jobs(trace, 300, 4), {"v100": 36, "p100": 36, "k80": 36},
-                         {"v100": 4, "p100": 4, "k80": 4})
+    sc = startup_scenario()
     sc.workload.frame.to_pickle(path)
-    return len(sc.workload.frame)
+    spec = {"nodes": [{f: getattr(n, f) for f in NODE_FIELDS} for n in sc.cluster.nodes],
+            "options": {f: getattr(sc.options, f) for f in OPTION_FIELDS},
+            "columns": [c for c in BASE_COLUMNS if c in sc.workload.frame.columns]}
+    return len(sc.workload.frame), json.dumps(spec)
 
 
-def run_child(tree: Path, frame: Path, cache: Path, script: Path) -> dict:
+def run_child(tree: Path, frame: Path, spec: str, cache: Path, script: Path) -> dict:
     """One process of ``tree`` on ``cache``: its wall time and what it printed."""
     env = dict(os.environ, PYTHONPATH=str(tree), NUMBA_CACHE_DIR=str(cache))
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as a user's shell: bytecode cached too
     t = time.perf_counter()
-    out = subprocess.run([sys.executable, str(script), str(frame), json.dumps(BASE_COLUMNS)],
+    out = subprocess.run([sys.executable, str(script), str(frame), spec],
                          env=env, cwd=tree, capture_output=True, text=True)
     wall = time.perf_counter() - t
     if out.returncode != 0:
@@ -112,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
         tmp = Path(tmp)
         frame, script, old = tmp / "jobs.pkl", tmp / "child.py", tmp / "old"
         script.write_text(CHILD)
-        n = build_frame(frame)
+        n, spec = build_workload(frame)
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(old),
                         args.rev], check=True)
         # as pip does at install time: the older tree's bytecode compiled before any run
@@ -126,9 +131,9 @@ def main(argv: list[str] | None = None) -> None:
                 for name in order:
                     cache = tmp / f"cache-{r}-{name.replace(' ', '_')}"
                     cache.mkdir()
-                    cold = run_child(trees[name], frame, cache, script)
-                    run_child(trees[name], frame, cache, script)
-                    warm = run_child(trees[name], frame, cache, script)
+                    cold = run_child(trees[name], frame, spec, cache, script)
+                    run_child(trees[name], frame, spec, cache, script)
+                    warm = run_child(trees[name], frame, spec, cache, script)
                     rows[name].append((cold, warm))
                     print(f"round {r + 1} {name}: cold {cold['wall']:.2f} s, warm {warm['wall']:.2f} s"
                           f" (import {warm['import']:.2f} s), avg JCT {warm['avg_jct']:.1f}",
