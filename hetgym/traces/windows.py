@@ -161,8 +161,9 @@ def best_durations(df: pd.DataFrame, cluster: ClusterSpec) -> np.ndarray:
     whether the gang fits that type's nodes, since a raw trace holds gangs that fit no
     node type of a small cluster, and those count at their fastest type here (scenario
     builders drop or reject them afterwards). On the jobs of a scenario, where every gang
-    fits some type, both forms agree wherever the fastest type holds the gang (every
-    registered scenario: ``tests/traces/test_traces_windows.py``)."""
+    fits some type, both forms agree wherever the fastest type holds the gang: on every
+    job of every registered scenario (checked when this was written; eight of them are
+    checked by ``tests/traces/test_traces_windows.py``)."""
     cols = [f"tput_{d}" for d in cluster.device_types]
     missing = [c for c in cols if c not in df.columns]
     if missing:
