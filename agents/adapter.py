@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from agents.envtools import EnvConfig, bind, policy_mask, refresh, resolve_action
-from hetgym.decisions import Decision, SchedulingError
+from hetgym.decisions import Cadence, Decision, SchedulingError
 
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.envs.hetcluster import HetClusterEnv
@@ -53,8 +53,6 @@ class AgentScheduler:
         name: Label shown in ``repr``.
     """
 
-    round_length = None
-
     def __init__(self, policy: Policy, env_config: EnvConfig | None = None,
                  max_actions: int | None = None, name: str = "agent") -> None:
         self.policy = policy
@@ -65,9 +63,9 @@ class AgentScheduler:
         self.actions: list[int] = []
 
     @property
-    def call_when_queue_empty(self) -> bool:
-        """Ask for decision points with an empty queue only when the policy may preempt."""
-        return bool(self.env_config.preemption)
+    def cadence(self) -> Cadence:
+        """Events only; decision points with an empty queue too when the policy may preempt."""
+        return Cadence(call_when_queue_empty=bool(self.env_config.preemption))
 
     def __repr__(self) -> str:
         return f"AgentScheduler(name={self.name!r}, policy={self.policy!r}, env_config={self.env_config})"

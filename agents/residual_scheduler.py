@@ -43,9 +43,6 @@ class ResidualScheduler:
         name: Label.
     """
 
-    round_length = None
-    call_when_queue_empty = False
-
     def __init__(self, chooser: Chooser, env_config: EnvConfig, cfg: ResidualConfig | None = None,
                  name: str = "residual") -> None:
         self.chooser = chooser

@@ -38,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from agents.envtools import policy_mask
+from hetgym.decisions import cadence_of
+from hetgym.driver import ask_wakeup, decide_once, drive
 from hetgym.sim.view import View
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -173,22 +175,24 @@ def finish(env: HetClusterEnv, actor: Any, obs: np.ndarray,
 
 def finish_sim(sim: Any, sched: Any, decide_now: bool = True) -> dict[str, float]:
     """Run ``sim`` (in place) to its end with scheduler ``sched`` as :func:`hetgym.simulate`
-    does from here: ``decide`` now (unless ``decide_now`` is False: nothing more starts at
-    this instant), then at every later instant at which a job waits (schedulers without
-    rounds, timers or ``call_when_queue_empty``; the metrics of
-    :func:`hetgym.metrics.summarize`)."""
+    does from here (the one driver, :mod:`hetgym.driver`): ``decide`` now (unless
+    ``decide_now`` is False: nothing more starts at this instant), then at every later
+    decision point of the scheduler's cadence; the metrics of
+    :func:`hetgym.metrics.summarize`. A scheduler with rounds needs a simulator built with
+    the same round length (an env copy has none: use the env finisher, ``mode='env'``)."""
     from hetgym.metrics import summarize
 
-    if getattr(sched, "round_length", None) or getattr(sched, "next_wakeup", None) is not None \
-            or getattr(sched, "call_when_queue_empty", False):
-        raise ValueError(f"finish_sim: {type(sched).__name__} needs rounds, timers or calls "
-                         "with an empty queue; use the env finisher (mode='env')")
+    cadence = cadence_of(sched)
+    rounds = cadence.rounds(sim.options.round_length)
+    if rounds != (float(sim.round_length) if sim.round_length else None):
+        raise ValueError(f"finish_sim: {type(sched).__name__} decides in rounds of {rounds} s but "
+                         f"the simulator has round_length={sim.round_length!r}; use the env "
+                         "finisher (mode='env')")
     view = sim.view
-    if decide_now and sim.n_queue:
-        sim.apply(sched.decide(view) or [])
-    while sim.advance():
-        if sim.n_queue:
-            sim.apply(sched.decide(view) or [])
+    if decide_now and (sim.n_queue or cadence.every_instant):
+        decide_once(sim, view, sched, cadence)
+        ask_wakeup(sim, view, sched, cadence)
+    drive(sim, view, sched, cadence)
     return summarize(sim)
 
 

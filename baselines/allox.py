@@ -47,7 +47,7 @@ from baselines.allox_plus import AlloXPlus
 from baselines.allox_shares import AlloXProgress, ceil_users
 from baselines.drf import DRFA, DRFF, DRFS, EqualShare
 from baselines.kernels import any_start_nb
-from hetgym.decisions import Decision, Start
+from hetgym.decisions import Decision, SchedulerBase, Start
 from hetgym.sim.dispatch import entry
 from hetgym.sim.view import CapacityModel, View
 
@@ -59,7 +59,7 @@ _PROOF_ROWS = 30
 
 
 @dataclass
-class AlloX:
+class AlloX(SchedulerBase):
     """AlloX: min-cost bipartite matching with dynamic fairness (sec. 3, Algorithm 2).
 
     At each decision point, for each idle machine ``i`` in turn (slowest device

@@ -16,7 +16,7 @@ from baselines.allox_machines import admit_pairs, may_fit, slots_per_device
 from baselines.classic import PolicyScheduler
 from baselines.kernels import jsq_omega_nb
 from baselines.parts import ArrivalOrder, FastestFirst, FastestOnly, GreedyAdmission
-from hetgym.decisions import Decision, Start
+from hetgym.decisions import Decision, SchedulerBase, Start
 from hetgym.sim.codes import JobStatus
 from hetgym.sim.view import View
 
@@ -27,7 +27,7 @@ _RUNNING, _GRACE = int(JobStatus.RUNNING), int(JobStatus.GRACE)
 
 
 @dataclass
-class SJFPlus:
+class SJFPlus(SchedulerBase):
     """SJF+: one queue per device type, each sorted by processing time there (sec. 2.2).
 
     "Whenever a resource becomes available, schedule the first job in the
@@ -62,7 +62,7 @@ class SJFPlus:
 
 
 @dataclass
-class JSQPlus:
+class JSQPlus(SchedulerBase):
     """JSQ+, join the shortest queue by completion time (sec. 2.2).
 
     "On the arrival of a job, the scheduler picks the resource that has the shortest

@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from baselines.allox_machines import MachinePool
-from hetgym.decisions import Decision, Start
+from hetgym.decisions import Decision, SchedulerBase, Start
 from hetgym.sim.view import CapacityModel, View
 
 __all__ = ["AlloXPlus", "list_schedule_nb", "plus_order_inc_nb", "plus_order_nb", "take_machines_nb"]
@@ -303,7 +303,7 @@ def _view_key(view: View) -> tuple[int, int, int]:
 
 
 @dataclass
-class AlloXPlus:
+class AlloXPlus(SchedulerBase):
     """AlloX+, the heuristic version of AlloX (sec. 4.4, 5.1.1).
 
     "AlloX picks the shortest jobs across CPU and GPU first. Additionally, if a job is

@@ -78,13 +78,13 @@ from baselines.andreas_parts import (
 )
 from baselines.andreas_prep import plan_tables_nb, start_walk_nb
 from hetgym.autopar import BOTH
-from hetgym.decisions import Decision, Placement, Start
+from hetgym.decisions import Decision, Placement, SchedulerBase, Start
 from hetgym.sim.codes import GRACE, RUNNING
 
 __all__ = ["BASELINES", "AndreasRG", "FirstPrinciple"]
 
 
-class AndreasRG:
+class AndreasRG(SchedulerBase):
     """ANDREAS Randomized Greedy (paper section IV, Algorithm 1; spec 4.1).
 
     Args:

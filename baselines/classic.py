@@ -7,7 +7,7 @@ that has room, see :class:`~baselines.parts.FastestFirst`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,7 +23,7 @@ from baselines.parts import (
     WaitingGroups,
     is_view,
 )
-from hetgym.decisions import Decision, Placement, Preempt, Start
+from hetgym.decisions import Cadence, Decision, Placement, Preempt, SchedulerBase, Start
 from hetgym.sim.codes import JobStatus
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -37,7 +37,7 @@ _FUTURE, _QUEUED, _GRACE = int(JobStatus.FUTURE), int(JobStatus.QUEUED), int(Job
 
 
 @dataclass
-class PolicyScheduler:
+class PolicyScheduler(SchedulerBase):
     """Non-preemptive scheduler = ordering + device choice + admission.
 
     At each decision point the waiting jobs are ordered, then admitted greedily
@@ -167,7 +167,7 @@ def SJF(blocking: bool = False, device: str = "fastest_free") -> PolicyScheduler
 
 
 @dataclass
-class SRPT:
+class SRPT(SchedulerBase):
     """Preemptive shortest remaining processing time first.
 
     At each decision point all waiting and running jobs are ranked by remaining
@@ -185,6 +185,11 @@ class SRPT:
 
     devices: DeviceChoice = field(default_factory=FastestFirst)
     round_length: float | None = None
+
+    @property
+    def cadence(self) -> Cadence:
+        """The base cadence with the fast path (:meth:`decide_and_apply`)."""
+        return replace(super().cadence, fast_path=True)
 
     @classmethod
     def make(cls, device: str = "fastest_free") -> SRPT:

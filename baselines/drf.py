@@ -30,7 +30,7 @@ from baselines.parts import (
     Ordering,
     ShortestFirst,
 )
-from hetgym.decisions import Decision, Start
+from hetgym.decisions import Decision, SchedulerBase, Start
 from hetgym.sim.view import CapacityModel, View
 
 __all__ = ["DRFScheduler", "DRFF", "DRFS", "DRFA", "EqualShare"]
@@ -46,7 +46,7 @@ def _per_user(view: View, jobs: np.ndarray) -> dict[int, list[int]]:
 
 
 @dataclass
-class DRFScheduler:
+class DRFScheduler(SchedulerBase):
     """Online DRF: the user with the least dominant share starts her next job.
 
     At a decision point, repeatedly: among users whose next job (the head of her
@@ -140,7 +140,7 @@ def DRFA(speedup: float | None = None) -> DRFScheduler:
 
 
 @dataclass
-class EqualShare:
+class EqualShare(SchedulerBase):
     """ES, equal share: every user gets ``1/U`` of each device type's machines, statically.
 
     User ``u`` of ``U`` may hold ``floor(S_t / U)`` machines of type ``t``, ``S_t`` being

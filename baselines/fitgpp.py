@@ -80,7 +80,7 @@ from baselines.fitgpp_preemption import (
     demand_size,
 )
 from baselines.parts import ArrivalOrder, DeviceChoice, FastestFirst
-from hetgym.decisions import Decision, Preempt, Start
+from hetgym.decisions import Decision, Preempt, SchedulerBase, Start
 from hetgym.sim.codes import JobStatus
 from hetgym.sim.view import CapacityModel, View
 
@@ -117,7 +117,7 @@ class PreemptionRecord(NamedTuple):
 
 # --------------------------------------------------------------------- scheduler
 @dataclass
-class PreemptiveFIFO:
+class PreemptiveFIFO(SchedulerBase):
     """FIFO with TE jobs ahead and BE jobs preempted for them (module docstring).
 
     Attributes:

@@ -24,6 +24,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from hetgym.decisions import SchedulerBase
+
 __all__ = ["RoundBased", "at_round_boundary", "round_index", "round_length_of"]
 
 
@@ -64,7 +66,7 @@ def round_index(view: Any) -> int:
     return round(x) if abs(x - round(x)) <= 1e-9 * max(1.0, x) else math.floor(x)
 
 
-class RoundBased:
+class RoundBased(SchedulerBase):
     """Mixin: ``decide`` acts only at round boundaries (M15).
 
     Subclasses set ``round_length`` (``True`` = the scenario's ``round_length``, or

@@ -39,7 +39,7 @@ from baselines.classic import SRPT, _free_in
 from baselines.gavel_place import current
 from baselines.parts import preference
 from baselines.unaware import AnyType
-from hetgym.decisions import Decision
+from hetgym.decisions import Cadence, Decision
 from hetgym.sim.codes import GRACE, RUNNING
 from hetgym.sim.view import CapacityModel
 
@@ -70,6 +70,12 @@ class Tiresias(SRPT):
             raise ValueError(f"Tiresias: thresholds must be positive and increasing, got {self.thresholds}")
         self.thresholds = tuple(float(x) for x in th)
         self.devices = AnyType(self.order)
+
+    @property
+    def cadence(self) -> Cadence:
+        """Wake-ups at the threshold crossings (:meth:`next_wakeup`); no fast path (SRPT's
+        plan does not apply to the MLFQ order)."""
+        return Cadence(round_length=self.round_length, wakeups=True)
 
     @classmethod
     def make(cls, thresholds=(3600.0,), order: str = "random") -> Tiresias:

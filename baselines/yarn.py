@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 
 from baselines.parts import ArrivalOrder, GreedyAdmission
 from baselines.unaware import AnyType
-from hetgym.decisions import Decision
+from hetgym.decisions import Decision, SchedulerBase
 from hetgym.sim.codes import PlacementPolicy
 
 __all__ = ["YarnCS"]
 
 
 @dataclass
-class YarnCS:
+class YarnCS(SchedulerBase):
     """Strict FIFO, gang, consolidated (pack) placement, heterogeneity-unaware.
 
     Attributes:

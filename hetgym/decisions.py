@@ -1,10 +1,11 @@
 """Decisions a scheduler returns, and the scheduler protocol.
 
-A scheduler is any object with ``reset(view)`` and ``decide(view) -> list[Decision]``;
-an optional ``round_length`` attribute (seconds, ``True`` for the scenario's
-round length, or ``None``) asks for a decision point at every round boundary
-besides the events. Instants at which no job waits are skipped unless the
-scheduler sets ``call_when_queue_empty = True`` (or has rounds).
+A scheduler is any object with ``reset(view)`` and ``decide(view) -> list[Decision]``.
+When it is asked is its :class:`Cadence`, read once per run from its ``cadence``
+attribute (:class:`SchedulerBase` derives it from ``round_length`` and
+``call_when_queue_empty``; an object without one has the default ``Cadence()``: asked
+after the events of every instant at which a job waits). :mod:`hetgym.driver` applies
+those rules for :func:`hetgym.simulate`, the decision envs and the agents' rollouts.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.view import View
 
-__all__ = ["Placement", "Start", "Preempt", "Move", "Wait", "Decision", "Scheduler", "SchedulingError"]
+__all__ = ["Placement", "Start", "Preempt", "Move", "Wait", "Decision", "Cadence", "Scheduler",
+           "SchedulerBase", "SchedulingError", "cadence_of"]
 
 
 class SchedulingError(ValueError):
@@ -102,12 +104,119 @@ class Wait:
 Decision = Union[Start, Preempt, Move, Wait]
 
 
+@dataclass(frozen=True)
+class Cadence:
+    """When a scheduler is asked to decide (the rules of :mod:`hetgym.driver`).
+
+    Attributes:
+        round_length: Besides the events, a decision point at every multiple of this many
+            seconds (``True``: the scenario's ``SimOptions.round_length``; ``None``: events only).
+        call_when_queue_empty: Ask at every event instant, also when no job waits (rounds
+            imply it).
+        wakeups: After every decision (and once after ``reset``) the driver asks
+            ``next_wakeup(view)`` for a time at which it wants a decision point.
+        fast_path: The driver calls ``decide_and_apply(view)`` instead of ``decide``: it carries
+            out what ``decide`` would return, in the same order, and returns how many
+            decisions that were.
+    """
+
+    round_length: float | bool | None = None
+    call_when_queue_empty: bool = False
+    wakeups: bool = False
+    fast_path: bool = False
+
+    def __post_init__(self) -> None:
+        rl = self.round_length
+        if not (rl is None or isinstance(rl, bool) or (isinstance(rl, (int, float)) and rl >= 0)):
+            raise ValueError(f"Cadence.round_length must be seconds >= 0 (0: none), True (the "
+                             f"scenario's) or None, got {rl!r}")
+
+    def rounds(self, scenario_round_length: float) -> float | None:
+        """The round length in seconds (``True`` resolved to ``scenario_round_length``), or
+        None without rounds (``None``, ``False`` or 0)."""
+        if self.round_length is True:
+            return float(scenario_round_length)
+        return float(self.round_length) if self.round_length else None
+
+    @property
+    def every_instant(self) -> bool:
+        """Whether every event instant is a decision point (empty queue or not)."""
+        return bool(self.call_when_queue_empty or self.round_length)
+
+
+@runtime_checkable
+class _Paced(Protocol):
+    cadence: Cadence
+
+
+def cadence_of(scheduler: object) -> Cadence:
+    """The scheduler's :class:`Cadence` (its ``cadence``; ``Cadence()`` for an object that
+    declares none). Raises TypeError when ``cadence`` is not a :class:`Cadence`."""
+    if not isinstance(scheduler, _Paced):
+        return Cadence()
+    c = scheduler.cadence
+    if not isinstance(c, Cadence):
+        raise TypeError(f"{type(scheduler).__name__}.cadence must be a hetgym.decisions.Cadence, "
+                        f"got {c!r}")
+    return c
+
+
 @runtime_checkable
 class Scheduler(Protocol):
-    """What :func:`hetgym.simulate` drives."""
+    """What :func:`hetgym.simulate` drives (through :mod:`hetgym.driver`).
+
+    ``reset`` and ``decide`` are required; ``cadence`` says when the scheduler is asked
+    (default ``Cadence()``), and ``next_wakeup`` / ``decide_and_apply`` are called only
+    when its cadence declares them (``wakeups``, ``fast_path``). :class:`SchedulerBase`
+    gives every member a default.
+    """
+
+    cadence: Cadence
 
     def reset(self, view: "View") -> None:
         """Called once before the first decision point."""
 
     def decide(self, view: "View") -> list[Decision]:
         """Decisions at the current decision point (may be empty)."""
+
+    def next_wakeup(self, view: "View") -> float | None:
+        """A time later than now at which a decision point is wanted, or None (asked when
+        ``cadence.wakeups``)."""
+
+    def decide_and_apply(self, view: "View") -> int:
+        """Carry out what :meth:`decide` would return and return how many decisions that
+        were (called instead of ``decide`` when ``cadence.fast_path``)."""
+
+
+class SchedulerBase:
+    """Defaults of the :class:`Scheduler` protocol for schedulers to derive from.
+
+    ``cadence`` is built from the attributes ``round_length`` (seconds, ``True`` for the
+    scenario's, or ``None``) and ``call_when_queue_empty``, which subclasses (or dataclass
+    fields) set; a scheduler with wake-ups or a fast path overrides :attr:`cadence` to say
+    so (``dataclasses.replace(super().cadence, wakeups=True)``).
+    """
+
+    round_length: float | bool | None = None
+    call_when_queue_empty: bool = False
+
+    @property
+    def cadence(self) -> Cadence:
+        """When this scheduler is asked (see :class:`Cadence`)."""
+        return Cadence(round_length=self.round_length,
+                       call_when_queue_empty=bool(self.call_when_queue_empty))
+
+    def reset(self, view: "View") -> None:
+        """Nothing to reset."""
+
+    def decide(self, view: "View") -> list[Decision]:  # pragma: no cover - abstract
+        """Decisions at the current decision point."""
+        raise NotImplementedError
+
+    def next_wakeup(self, view: "View") -> float | None:
+        """No wake-up."""
+        return None
+
+    def decide_and_apply(self, view: "View") -> int:  # pragma: no cover - not declared
+        """Not offered (``cadence.fast_path`` is False)."""
+        raise NotImplementedError(f"{type(self).__name__} declares no fast path")

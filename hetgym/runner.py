@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from hetgym.decisions import cadence_of
+from hetgym.driver import ask_wakeup, drive
 from hetgym.metrics import Result, gpu_util_series, job_table, summarize
 from hetgym.sim.engine import Simulator
-from hetgym.sim.state import ACC_ROUND, ACC_WAKE
 from hetgym.specs import Scenario
 
 __all__ = ["simulate", "StalledRunWarning"]
@@ -28,15 +29,17 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
     """Simulate ``scenario`` under ``scheduler`` and return a :class:`~hetgym.metrics.Result`.
 
     At every decision point (after the events of one instant) the scheduler's
-    ``decide(view)`` is called once and its decisions are applied in order. A
-    scheduler may offer ``decide_and_apply(view) -> int`` besides: it is then called
-    instead, carries out what ``decide`` would return (the same decisions, in the same
-    order, e.g. through :meth:`~hetgym.sim.engine.Simulator.apply_plan`) and returns how
-    many decisions that were (its time counts as decision time).
-    Instants at which no job waits are not decision points unless the scheduler
-    sets ``call_when_queue_empty = True`` or asks for rounds (``round_length``).
-    A scheduler with a ``next_wakeup(view)`` method is asked after every decision
-    for a time at which it wants a decision point (a float later than now, or
+    ``decide(view)`` is called once and its decisions are applied in order; when the
+    decision points fall and which hooks are called is the scheduler's
+    :class:`~hetgym.decisions.Cadence` (``scheduler.cadence``), by the rules of
+    :mod:`hetgym.driver`. With ``Cadence.fast_path`` ``decide_and_apply(view) -> int``
+    is called instead: it carries out what ``decide`` would return (the same decisions,
+    in the same order, e.g. through :meth:`~hetgym.sim.engine.Simulator.apply_plan`) and
+    returns how many decisions that were (its time counts as decision time).
+    Instants at which no job waits are not decision points unless the cadence sets
+    ``call_when_queue_empty`` or asks for rounds (``round_length``).
+    With ``Cadence.wakeups`` the scheduler's ``next_wakeup(view)`` is asked after every
+    decision for a time at which it wants a decision point (a float later than now, or
     ``None``); that instant is a decision point even if no job waits.
     A run ends ``stalled`` when jobs wait and no event can change that (with
     rounds: a round boundary at which nothing runs, nothing is left to arrive and
@@ -49,60 +52,33 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
     Args:
         scenario: What to simulate.
         scheduler: A ``baselines`` scheduler or anything with ``reset``/``decide``
-            (an ``agents`` adapter for a trained model).
+            (an ``agents`` adapter for a trained model); see
+            :class:`~hetgym.decisions.Scheduler`.
         seed: Seed of the run's RNG (``view.rng``); same seed, same run.
         check_every_event: Check capacity invariants after every event (slow).
         progress: Show a progress bar (``tqdm``) over completed jobs.
     """
-    round_length = getattr(scheduler, "round_length", None)
-    if round_length is True:
-        round_length = scenario.options.round_length
-    sim = Simulator(scenario, seed=seed, round_length=round_length,
+    cadence = cadence_of(scheduler)
+    sim = Simulator(scenario, seed=seed, round_length=cadence.rounds(scenario.options.round_length),
                     check_every_event=check_every_event)
     view = sim.view
     scheduler.reset(view)
-    wakeup = getattr(scheduler, "next_wakeup", None)
-    fast = getattr(scheduler, "decide_and_apply", None)
-    if wakeup is not None:
-        sim.set_wakeup(wakeup(view))
-    times: list[float] = []
+    ask_wakeup(sim, view, scheduler, cadence)
+    after_point = None
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=sim.n_jobs, desc=f"{type(scheduler).__name__}", unit="job", leave=False)
+        seen = [0]
+
+        def after_point() -> None:
+            if sim.n_done != seen[0]:
+                bar.update(sim.n_done - seen[0])
+                seen[0] = sim.n_done
+
     t0 = time.perf_counter()
-    perf = time.perf_counter
-    done_seen = 0
-    every_event = bool(getattr(scheduler, "call_when_queue_empty", False) or round_length)
-    while True:
-        timed = min(float(sim.acc[ACC_ROUND]), float(sim.acc[ACC_WAKE]))
-        if not sim.advance():
-            break
-        # a round boundary or a wake-up is this instant (a boundary that passed while the
-        # cluster was idle was no event, so an arrival after it is not a timed instant)
-        timer = sim.now == timed
-        if not every_event and sim.n_queue == 0 and not timer:
-            continue  # nothing waits: no decision to make (see Scheduler protocol)
-        a = perf()
-        if fast is not None:
-            decided = fast(view)
-            times.append(perf() - a)
-            sim.decision_points += 1
-        else:
-            decisions = scheduler.decide(view)
-            times.append(perf() - a)
-            sim.decision_points += 1
-            decided = decisions
-            if decisions:
-                sim.apply(decisions)
-        if not decided and timer and sim.n_running == 0 and sim.next_arrival == sim.n_jobs:
-            break  # a timed instant with an idle cluster changed nothing: every later one would too
-        if wakeup is not None:
-            sim.set_wakeup(wakeup(view))
-        if bar is not None and sim.n_done != done_seen:
-            bar.update(sim.n_done - done_seen)
-            done_seen = sim.n_done
+    times = drive(sim, view, scheduler, cadence, after_point=after_point)
     wall = time.perf_counter() - t0
     if bar is not None:
         bar.close()

@@ -269,8 +269,7 @@ class _CpuTimed:
 
     def __init__(self, inner) -> None:
         self.inner = inner
-        self.round_length = inner.round_length
-        self.call_when_queue_empty = True
+        self.cadence = inner.cadence
         self.cpu_ms: list[float] = []
 
     def reset(self, view) -> None:

@@ -3,7 +3,9 @@
 It follows the documented rules of docs/semantics.md and the
 docstrings of :mod:`hetgym.sim.engine` / :mod:`hetgym.sim.kernels`, but shares
 no code with them: state is plain Python objects, lists and dicts; nothing
-here imports the Numba kernels or the engine. The test-suite runs the fast
+here imports the Numba kernels or the engine. When a scheduler is asked is the one
+decision-point driver's (:mod:`hetgym.driver`, pure Python, checked on its own in
+tests/test_driver.py), which drives this simulator as it drives the engine. The test-suite runs the fast
 simulator (``hetgym.simulate``) and this one on the same scenarios and
 schedulers and checks that they agree job by job.
 
@@ -53,7 +55,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hetgym.decisions import Move, Placement, Preempt, SchedulingError, Start, Wait
+from hetgym.decisions import Move, Placement, Preempt, SchedulingError, Start, Wait, cadence_of
+from hetgym.driver import ask_wakeup, drive
 
 __all__ = ["simulate", "RefResult", "RefSim", "RefView", "RefCapacity", "place", "slots_on_node"]
 
@@ -435,6 +438,33 @@ class RefSim:
             for d, b in busy.items():
                 self.busy_time[d] += b * dt
         self.now = t
+
+    # the members hetgym.driver.DecisionPoints reads
+    @property
+    def n_queue(self) -> int:
+        """Waiting jobs."""
+        return len(self.queue)
+
+    @property
+    def n_running(self) -> int:
+        """Jobs holding resources."""
+        return len(self.running)
+
+    @property
+    def n_jobs(self) -> int:
+        """Jobs of the run."""
+        return len(self.jobs)
+
+    @property
+    def next_timed(self) -> float:
+        """The next round boundary or wake-up, whichever comes first."""
+        return min(self.next_round, self.wakeup)
+
+    def set_wakeup(self, t: float | None) -> None:
+        """The scheduler's next wake-up (``None``: none); it must lie after now."""
+        if t is not None and not t > self.now:
+            raise SchedulingError(f"next_wakeup returned {t} at t={self.now}")
+        self.wakeup = math.inf if t is None else float(t)
 
     def step(self) -> bool:
         """Process the next instant; False when the run is over."""
@@ -1070,40 +1100,19 @@ class RefResult:
 
 def simulate(scenario: Any, scheduler: Any, seed: int = 0, check: bool = True) -> RefResult:
     """Run ``scheduler`` on ``scenario`` in the reference simulator."""
-    round_length = getattr(scheduler, "round_length", None)
-    if round_length is True:
-        round_length = scenario.options.round_length
-    sim = RefSim(scenario, seed=seed, round_length=round_length)
-    every_instant = bool(getattr(scheduler, "call_when_queue_empty", False) or round_length)
+    cadence = cadence_of(scheduler)
+    sim = RefSim(scenario, seed=seed, round_length=cadence.rounds(scenario.options.round_length))
     scheduler.reset(sim.view)
-    wakeup = getattr(scheduler, "next_wakeup", None)
+    ask_wakeup(sim, sim.view, scheduler, cadence)
 
-    def ask_wakeup() -> None:
-        if wakeup is not None:
-            t = wakeup(sim.view)
-            if t is not None and not t > sim.now:
-                raise SchedulingError(f"next_wakeup returned {t} at t={sim.now}")
-            sim.wakeup = math.inf if t is None else float(t)
+    def advance() -> bool:
+        moved = sim.step()
+        if moved and check:
+            sim.check()
+        return moved
 
-    ask_wakeup()
-    while True:
-        timed_due = min(sim.next_round, sim.wakeup)
-        if not sim.step():
-            break
-        if check:
-            sim.check()
-        timed = sim.now == timed_due  # a boundary passed while idle was no event
-        if not sim.queue and not every_instant and not timed:
-            continue
-        decisions = scheduler.decide(sim.view)
-        sim.decision_points += 1
-        if decisions:
-            sim.apply(decisions)
-        elif timed and not sim.running and sim.next_arrival == len(sim.jobs):
-            break  # a timed instant on an idle cluster with nothing to arrive changed nothing
-        ask_wakeup()
-        if check:
-            sim.check()
+    drive(sim, sim.view, scheduler, cadence, advance=advance,
+          after_point=sim.check if check else None, fast_path=False)
     names = {i: d for i, d in enumerate(sim.devices)}
     names[-1], names[-2] = "-", "mixed"
     jobs = pd.DataFrame({

@@ -29,7 +29,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from hetgym.decisions import Decision, SchedulingError
+from hetgym.decisions import Decision, SchedulingError, Wait, cadence_of
+from hetgym.driver import DecisionPoints, ask_wakeup
 from hetgym.envs.args import count_arg, discrete_action, episode_args, scenario_arg
 from hetgym.envs.candidates import single_server
 from hetgym.envs.features import Feature
@@ -37,7 +38,6 @@ from hetgym.envs.fused import accrue_step_nb
 from hetgym.envs.reward import RewardTracker
 from hetgym.metrics import summarize
 from hetgym.sim.engine import Simulator
-from hetgym.sim.state import ACC_ROUND, ACC_WAKE
 from hetgym.specs import Scenario
 
 __all__ = ["DecisionEnv", "SchedulerAgent", "decision_point_kwargs", "play", "squash"]
@@ -121,7 +121,8 @@ class DecisionEnv(gym.Env):
         """Draw a window of jobs, build its simulator and advance to the first decision point.
 
         ``options={"on_start": f}`` calls ``f(view)`` before the first event (what
-        :func:`hetgym.simulate` does with ``scheduler.reset`` and the first wake-up)."""
+        :func:`hetgym.simulate` does with ``scheduler.reset``); a time it returns is the
+        first wake-up (:meth:`set_wakeup`)."""
         super().reset(seed=seed)
         rows = self.windows.draw(self.np_random)
         sim_seed = int(self.np_random.integers(0, 2**31 - 1))
@@ -131,9 +132,12 @@ class DecisionEnv(gym.Env):
         self._single: dict[tuple[int, int], bool] = {}  # one_server's answers this episode
         self.steps = 0
         self.point = 0  # decision points reached (sim.decision_points counts them too)
+        self._points = DecisionPoints(sim, self.every_event, self._advance)
         on_start = (options or {}).get("on_start")
         if on_start is not None:
-            on_start(sim.view)
+            first = on_start(sim.view)
+            if first is not None:
+                self.set_wakeup(first)
         self._ended = not self._next_point()
         self._refresh_point()
         return self._obs(), self._info(None)
@@ -270,17 +274,13 @@ class DecisionEnv(gym.Env):
         return moved
 
     def _next_point(self) -> bool:
-        """Advance to the next decision point as :func:`hetgym.simulate` does; False when the
-        run ends (every job done, or no event left)."""
+        """Advance to the next decision point as :func:`hetgym.simulate` does
+        (:class:`~hetgym.driver.DecisionPoints`); False when the run ends (every job done,
+        or no event left)."""
         sim = self.sim
         while True:
-            timed = min(float(sim.acc[ACC_ROUND]), float(sim.acc[ACC_WAKE]))
-            if not self._advance():
+            if not self._points.next():
                 return False
-            self._timer = sim.now == timed
-            if not self.every_event and sim.n_queue == 0 and not self._timer:
-                continue
-            sim.decision_points += 1
             if self.rounds_only and not sim.view.at_round_boundary and not sim.finished:
                 continue  # a scheduler's point where a round-based one decides nothing
             if sim.finished:  # a decision point with nothing left to decide
@@ -292,11 +292,9 @@ class DecisionEnv(gym.Env):
     def _finish_point(self) -> None:
         """``done``: end the decision point (the runner's rule for an idle timed instant)
         and advance to the next one."""
-        sim = self.sim
         if self._ended:
             return
-        if (not self._acted and self._timer and sim.n_running == 0
-                and sim.next_arrival == sim.n_jobs):
+        if self._points.idle_end(self._acted):
             self._ended = True  # every later timed instant would change nothing either
             return
         self._ended = not self._next_point()
@@ -372,9 +370,8 @@ class DecisionEnv(gym.Env):
 def decision_point_kwargs(scheduler: Any) -> dict[str, Any]:
     """The env arguments that give a decision env the decision points
     :func:`hetgym.simulate` gives ``scheduler`` (``round_length``, ``every_event``)."""
-    rl = getattr(scheduler, "round_length", None)
-    return {"round_length": rl,
-            "every_event": bool(getattr(scheduler, "call_when_queue_empty", False) or rl)}
+    c = cadence_of(scheduler)
+    return {"round_length": c.round_length, "every_event": c.every_instant}
 
 
 class SchedulerAgent:
@@ -395,6 +392,7 @@ class SchedulerAgent:
 
     def __init__(self, scheduler: Any, strict: bool = True) -> None:
         self.scheduler = scheduler
+        self.cadence = cadence_of(scheduler)
         self.strict = bool(strict)
         self.skipped = 0
         self._point = -1
@@ -402,19 +400,14 @@ class SchedulerAgent:
         self._queued: list[int] = []
 
     def reset_options(self) -> dict[str, Callable[[Any], None]]:
-        """``reset`` options that reset the scheduler (and ask its first wake-up) before the
-        first event, as :func:`hetgym.simulate` does."""
-        def on_start(view: Any) -> None:
+        """``reset`` options that reset the scheduler (and ask its first wake-up, when its
+        cadence has wake-ups) before the first event, as :func:`hetgym.simulate` does."""
+        def on_start(view: Any) -> float | None:
             self._point = -1
             self.scheduler.reset(view)
-            self._wake(view)
+            return self.scheduler.next_wakeup(view) if self.cadence.wakeups else None
 
         return {"on_start": on_start}
-
-    def _wake(self, view: Any) -> None:
-        w = getattr(self.scheduler, "next_wakeup", None)
-        if w is not None:
-            view.simulator.set_wakeup(w(view))
 
     def act(self, env: DecisionEnv) -> int:
         """The next action: the scheduler's next decision at this point, else ``done``."""
@@ -427,7 +420,7 @@ class SchedulerAgent:
             return self._queued.pop(0)
         while self._todo:
             d = self._todo.pop(0)
-            if type(d).__name__ == "Wait":
+            if isinstance(d, Wait):
                 continue
             try:
                 self._queued = env.encode_actions(d)
@@ -437,7 +430,7 @@ class SchedulerAgent:
                 self.skipped += 1
                 continue
             return self._queued.pop(0)
-        self._wake(env.sim.view)
+        ask_wakeup(env, env.sim.view, self.scheduler, self.cadence)
         return env.done_action
 
 

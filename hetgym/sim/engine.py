@@ -25,6 +25,8 @@ from hetgym.sim.state import (
     ACC_ENERGY,
     ACC_NOW,
     ACC_POWER,
+    ACC_ROUND,
+    ACC_WAKE,
     CTR_ARR,
     CTR_DONE,
     CTR_ERR,
@@ -198,6 +200,12 @@ class Simulator(SimulatorDecisions):
     def acc(self) -> np.ndarray:
         """Accumulators (``hetgym.sim.state.ACC_*``)."""
         return self.state.run.acc
+
+    @property
+    def next_timed(self) -> float:
+        """The next round boundary or wake-up, whichever comes first (``inf`` if none)."""
+        acc = self.state.run.acc
+        return min(float(acc[ACC_ROUND]), float(acc[ACC_WAKE]))
 
     @property
     def service(self) -> np.ndarray:

@@ -207,7 +207,7 @@ def test_fast_paths_are_taken() -> None:
     sc = workload(3, 150, 0.0, grace=True, cpu_nodes=True)
     for sched in (baselines.make("sjf"), baselines.make("srpt")):
         seen = []
-        name = "decide_and_apply" if hasattr(sched, "decide_and_apply") else "decide"
+        name = "decide_and_apply" if sched.cadence.fast_path else "decide"
         inner = getattr(type(sched), name)
 
         def spy(self, view, inner=inner, seen=seen):

@@ -24,7 +24,7 @@ from baselines.hadar_parts import (
 )
 from baselines.ledger import Ledger, preemptible
 from hetgym import Workload
-from hetgym.decisions import Move, Placement, Preempt, Start
+from hetgym.decisions import Cadence, Move, Placement, Preempt, Start
 from hetgym.sim.codes import JobStatus
 from tests.sim.test_forking import _forkable
 from tests.sim.test_reference_equivalence import examples, scenarios
@@ -133,7 +133,7 @@ class Recorder:
 
     def __init__(self, inner) -> None:
         self.inner, self.log = inner, []
-        self.round_length = inner.round_length
+        self.cadence = Cadence(round_length=inner.round_length)
 
     def reset(self, view) -> None:
         self.inner.reset(view)

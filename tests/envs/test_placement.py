@@ -9,7 +9,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import hetgym
-from hetgym.decisions import Placement, SchedulingError, Start
+from hetgym.decisions import Cadence, Placement, SchedulingError, Start
 from tests.envs.decision_helpers import assert_exact, random_rollout
 
 ID = "HetClusterPlacement-v0"
@@ -97,6 +97,8 @@ def test_a_start_takes_no_time_and_done_advances():
 class _Ticker:
     """Starts waiting jobs (first fit, FIFO) only at its own wake-ups, every 500 s: a
     scheduler whose decision points are wake-ups (``next_wakeup``) and events."""
+
+    cadence = Cadence(wakeups=True)
 
     def reset(self, view):
         self.calls = 0

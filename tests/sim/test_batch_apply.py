@@ -14,7 +14,7 @@ import baselines
 import hetgym
 from baselines.classic import SRPT
 from baselines.parts import FastestOnly
-from hetgym.decisions import Placement, Preempt, SchedulingError, Start
+from hetgym.decisions import Cadence, Placement, Preempt, SchedulingError, Start, cadence_of
 from hetgym.sim.codes import JobStatus
 from hetgym.sim.engine import Simulator
 from tests.baselines.test_fast_paths import workload
@@ -27,7 +27,7 @@ class OneByOne:
 
     def __init__(self, inner) -> None:
         self.inner = inner
-        self.round_length = getattr(inner, "round_length", None)
+        self.cadence = Cadence(round_length=cadence_of(inner).round_length)
 
     def reset(self, view) -> None:
         self.inner.reset(view)

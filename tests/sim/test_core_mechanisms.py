@@ -6,12 +6,14 @@ the pure-Python reference simulator (``run`` from ``test_mechanisms``)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 import hetgym
 from hetgym import NodeSpec
-from hetgym.decisions import Move, Placement, Preempt, SchedulingError, Start
+from hetgym.decisions import Cadence, Move, Placement, Preempt, SchedulerBase, SchedulingError, Start
 from hetgym.sim import Simulator
 from tests import reference_sim as R
 from tests.sim.test_mechanisms import make, run
@@ -19,11 +21,13 @@ from tests.sim.test_mechanisms import make, run
 QUAD = NodeSpec(name="q", count=1, gpu_type="V100", gpus=4, cpus=16, mem_gb=64, sockets=2)
 
 
-class Timed:
+class Timed(SchedulerBase):
     """Starts every waiting job with the default placement (lowest free GPUs); ``plan`` maps a
     decision time to decisions; ``wakes`` lists the wake-up times it asks for in order."""
 
-    call_when_queue_empty = False
+    @property
+    def cadence(self) -> Cadence:
+        return replace(super().cadence, wakeups=True)
 
     def __init__(self, plan=None, wakes=(), round_length=None) -> None:
         self.plan = dict(plan or {})

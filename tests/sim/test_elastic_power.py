@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import hetgym
 from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
-from hetgym.decisions import Move, Placement, Preempt, SchedulingError, Start
+from hetgym.decisions import Move, Placement, Preempt, SchedulerBase, SchedulingError, Start
 from hetgym.metrics import node_books
 from hetgym.sim.engine import Simulator
 from hetgym.specs import PowerModel
@@ -219,7 +219,7 @@ def hetgym_fifo():
 def test_checkpoint_in_work_units() -> None:
     """checkpoint_unit="work", q = 1 iteration: preempted at 250.5 s at 1 it/s, 250 whole
     iterations are kept (0.5 lost); with seconds and interval 100 s: 50.5 s are lost."""
-    class PreemptAt:
+    class PreemptAt(SchedulerBase):
         round_length = 250.5
 
         def __init__(self) -> None:

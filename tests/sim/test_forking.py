@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import hetgym
 from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
-from hetgym.decisions import Move, Placement, Preempt, SchedulingError, Start
+from hetgym.decisions import Move, Placement, Preempt, SchedulerBase, SchedulingError, Start
 from hetgym.metrics import node_books, time_fraction_at_least
 from tests import reference_sim as R
 from tests.sim.test_reference_equivalence import (
@@ -198,7 +198,7 @@ def _one(n: int) -> Placement:
     return Placement.of([n], [0])
 
 
-class Plan:
+class Plan(SchedulerBase):
     """Round-based scheduler that replays fixed decisions: ``{round index: [decisions]}``."""
 
     round_length = True

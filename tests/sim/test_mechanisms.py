@@ -17,7 +17,7 @@ import pytest
 import baselines
 import hetgym
 from hetgym import ClusterSpec, NodeSpec, PowerModel, Scenario, SimOptions, Workload
-from hetgym.decisions import Placement, Preempt, SchedulingError, Start
+from hetgym.decisions import Placement, Preempt, SchedulerBase, SchedulingError, Start
 from hetgym.sim import InvariantError, Simulator
 from tests import reference_sim as R
 
@@ -39,7 +39,7 @@ def make(nodes: list[NodeSpec], jobs: list[dict], **options) -> Scenario:
     return Scenario(cluster=cluster, workload=Workload.from_frame(df), options=SimOptions(**options))
 
 
-class Script:
+class Script(SchedulerBase):
     """Scheduler driven by a function of the view; logs every decision point."""
 
     call_when_queue_empty = True
@@ -526,7 +526,7 @@ def test_stalled_queue_with_rounds_ends() -> None:
     as the run without rounds does."""
     sc = _gang_too_big_for_fastest()
 
-    class Never:
+    class Never(SchedulerBase):
         """Leaves every job waiting."""
 
         round_length = None

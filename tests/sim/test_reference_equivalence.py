@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -40,7 +40,7 @@ import hetgym
 from baselines.classic import SRPT
 from baselines.parts import FastestFirst, FastestOnly
 from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
-from hetgym.decisions import Move, Placement, Preempt, Start
+from hetgym.decisions import Cadence, Move, Placement, Preempt, SchedulerBase, Start, cadence_of
 from tests import reference_sim as R
 
 SCALE = float(os.environ.get("HETGYM_REF_EXAMPLES", "1"))
@@ -160,7 +160,7 @@ def scenarios(draw, *, gpu_types=GPU_TYPES, cpu_nodes: bool = True, preempt: boo
 
 # --------------------------------------------------------------- test scheduler
 @dataclass
-class RandomScheduler:
+class RandomScheduler(SchedulerBase):
     """Seeded random decisions made from the view alone (``view.rng``).
 
     Preempts random running jobs (never past the scenario's limit or its own
@@ -183,6 +183,10 @@ class RandomScheduler:
     live: bool = True
     p_move: float = 0.0
     p_wake: float = 0.0
+
+    @property
+    def cadence(self) -> Cadence:
+        return replace(super().cadence, wakeups=True)
 
     def reset(self, view) -> None:
         self.calls = 0
@@ -284,16 +288,14 @@ class Recorder:
     running job's current run: ``{(job, restarts so far): ((node, gpu), ...)}``, and
     a trace of (time, queue order, running order, per-user service).
 
-    It passes ``round_length`` and ``call_when_queue_empty`` through, so decision
-    points are those of the wrapped scheduler.
+    It has the wrapped scheduler's cadence without its fast path, so decision points and
+    wake-ups are those of the wrapped scheduler.
     """
 
     def __init__(self, inner) -> None:
         self.inner = inner
-        self.round_length = getattr(inner, "round_length", None)
-        self.call_when_queue_empty = getattr(inner, "call_when_queue_empty", False)
-        if hasattr(inner, "next_wakeup"):
-            self.next_wakeup = inner.next_wakeup
+        self.cadence = replace(cadence_of(inner), fast_path=False)
+        self.next_wakeup = inner.next_wakeup if self.cadence.wakeups else None
         self.placements: dict[tuple[int, int], tuple] = {}
         self.trace: list[tuple[float, tuple, tuple, tuple]] = []
 
