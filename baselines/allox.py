@@ -290,7 +290,9 @@ def _window(view: View, q: np.ndarray, window: int) -> np.ndarray:
     return q[keep]
 
 
-def _allox(alpha: float = 0.1, raise_alpha: bool = True, window: int | None = None) -> AlloX:
+def _allox(alpha: float = AlloX.alpha, raise_alpha: bool = AlloX.raise_alpha,
+           window: int | None = AlloX.window) -> AlloX:
+    """AlloX with the parameters a user sets (defaults: the dataclass's, written once there)."""
     return AlloX(alpha=alpha, raise_alpha=raise_alpha, window=window)
 
 

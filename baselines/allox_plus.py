@@ -330,7 +330,7 @@ class AlloXPlus(SchedulerBase):
             others wait for the next one); ``None`` = the whole list (the paper's rule).
             Not the paper's: it bounds the walk's cost per decision point, and changes
             the schedule whenever a job past position ``walk`` would have started now
-            (BENCHMARKS.md, issue 9, fourteenth pass).
+            (measured by ``scripts/bench_scale.py``).
     """
 
     timeout: float = 3600.0

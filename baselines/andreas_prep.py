@@ -1,4 +1,4 @@
-"""The tables of one ANDREAS RG decision point in one compiled call (issue 9, tenth pass).
+"""The tables of one ANDREAS RG decision point in one compiled call.
 
 :func:`plan_tables_nb` builds everything :func:`~baselines.andreas_kernel.rg_search_nb`
 takes from the simulator's own arrays: the running jobs' current configurations

@@ -4,7 +4,7 @@ The allocation is one-hot: each job of the FIFO queue is given one GPU type (X_j
 while that type has room for its gang; the round mechanism then runs the jobs with
 X_jk = 1 (jobs with priority 0 are never run under a FIFO policy).
 
-Two rules are offered (spec stage2 §3.6, issue 10):
+Two rules are offered (docs/gavel.md):
 
 * ``defects=False`` (hetgym's default, **the intended rule**): jobs in arrival order;
   a job already allocated keeps its type (``mode="base"``; in ``"perf"`` mode the

@@ -1,4 +1,4 @@
-"""Hadar's allocation search in compiled code (issue 9: Hadar on ``fitgpp-lab`` under 10 s).
+"""Hadar's allocation search in compiled code (Hadar on ``fitgpp-lab`` in seconds).
 
 The same search as :meth:`baselines.hadar_parts.FindAlloc.best` (candidates *current*,
 *packed*, *non-packed*; cost at the plan's prices; utility through the engine's own

@@ -1,4 +1,4 @@
-"""How the baselines' cost grows with the number of jobs (issue 9, "costs that grow linearly").
+"""How the baselines' cost grows with the number of jobs.
 
     python scripts/bench_scale.py                                  # the full table
     python scripts/bench_scale.py --sizes 1000,4000 --timeout 60   # what finishes now

@@ -1,4 +1,4 @@
-"""Start-up cost of a short simulation from the shell (issue 9, "start-up").
+"""Start-up cost of a short simulation from the shell.
 
     python scripts/bench_startup.py            # one process: load, simulate, print times
     NUMBA_CACHE_DIR=$(mktemp -d) python scripts/bench_startup.py   # right after install

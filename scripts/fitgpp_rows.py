@@ -36,7 +36,7 @@ def headline_rows(quick: bool, csv: Path | None = None, workers: int = 1) -> lis
         df = run_all(tasks, workers)
     main_df, inf_df = split_runs(df)
     n, k = int(df["n_jobs"].iloc[0]), int(df["seed"].nunique())
-    arr = str(df["arrivals"].iloc[0]) if "arrivals" in df else "controlled"  # the default since issue 13
+    arr = str(df["arrivals"].iloc[0]) if "arrivals" in df else "controlled"  # the default arrivals
     setting = f"fitgpp-lab, {arr} arrivals (load 2.0), {n} jobs x {k} workloads"
     link = "fitgpp.md#each-table-beside-the-paper"
 

@@ -102,7 +102,7 @@ def hetgym_scenario(trace: Path, rows: np.ndarray, gpus: dict, per_server: dict,
 
 
 def startup_scenario() -> Scenario:
-    """The start-up workload of issue 9 (``scripts/bench_startup.py``,
+    """The start-up workload (``scripts/bench_startup.py``,
     ``scripts/startup_compare.py``): the first 300 Gavel-traceable jobs of the packaged
     ``6c71a0.trace`` (at most 4 GPUs) on a 3 x 9 x 4-GPU cluster (V100, P100, K80)."""
     trace = packaged_gavel_dir() / "6c71a0.trace"

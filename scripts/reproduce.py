@@ -1,5 +1,5 @@
 """Regenerate ``docs/reproduction.md``: every paper family's headline numbers and worked
-examples beside ours, in one table (issue 13, part 4).
+examples beside ours, in one table.
 
 Each family's study script returns its rows (``hetgym.reproduction.Row``): the paper's
 value with the table / figure / section that prints it, ours, the ratio, whether the

@@ -1,13 +1,12 @@
 """Start-up of a short simulation, this checkout against an older commit, on one machine.
 
-    python scripts/startup_compare.py                  # against 85dc500 (issue 9's figures), 3 rounds
+    python scripts/startup_compare.py                  # against 85dc500, 3 rounds
     python scripts/startup_compare.py --rev HEAD~5 --rounds 5
 
-Issue 9 gives its start-up figures (``import hetgym, baselines`` 0.84 s; a whole process
+The start-up figures of commit 85dc500 (``import hetgym, baselines`` 0.84 s; a whole process
 that simulates the first 300 Gavel-traceable jobs of ``6c71a0.trace`` with FIFO 1.4 s with
-a warm Numba cache, about 10 s right after install) as measured at commit 85dc500 on the
-machine of that day, and the machines lent to later sessions ran the same code 1x-2.6x
-faster or slower. This script measures both trees on the machine it runs on, so that the
+a warm Numba cache, about 10 s right after install) were measured on one machine;
+other machines run the same code 1x-2.6x faster or slower. This script measures both trees on the machine it runs on, so that the
 ratio, not the absolute time, answers "how much faster than at 85dc500".
 
 The workload is that of ``scripts/bench_startup.py`` (``gavel_check.startup_scenario``:
@@ -109,7 +108,7 @@ def run_child(tree: Path, frame: Path, spec: str, cache: Path, script: Path) -> 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rev", default="85dc500", help="the older commit (default: issue 9's)")
+    p.add_argument("--rev", default="85dc500", help="the older commit (default: 85dc500)")
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args(argv)
 

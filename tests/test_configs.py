@@ -184,3 +184,74 @@ def test_residual_yaml(path):
     fit = OmegaConf.to_container(cfg.fit, resolve=True)
     assert isinstance(FitConfig(**{**fit, "hidden": tuple(fit["hidden"])}), FitConfig)
     assert math.inf in [float(t) for t in cfg.taus]
+
+
+#: the mark of a scheduler YAML key that repeats the Python default on purpose: the key's
+#: line ends with this comment and a reason (conf/README.md)
+DELIBERATE = "# deliberate:"
+
+
+def _factory(name: str):
+    """The callable ``baselines.make(name)`` calls (a family's ``BASELINES`` entry or a
+    classic scheduler's registered factory)."""
+    for module, family in baselines.FAMILIES.items():
+        if name in family:
+            return importlib.import_module(module).BASELINES[name]
+    return baselines._REGISTRY[name]
+
+
+def _python_default(name: str, key: str):
+    """The value ``baselines.make(name)`` gives parameter ``key`` when it is not passed: the
+    factory's default, or (for a factory that forwards ``**params``) the built object's."""
+    import inspect
+
+    par = inspect.signature(_factory(name)).parameters.get(key)
+    if par is not None and par.default is not inspect.Parameter.empty:
+        return par.default
+    obj = baselines.make(name)
+    assert hasattr(obj, key), f"conf/scheduler/{name}.yaml: {key!r} is not a parameter of {name!r}"
+    return getattr(obj, key)
+
+
+def _same(a, b) -> bool:
+    norm = lambda v: tuple(v) if isinstance(v, (list, tuple)) else v  # noqa: E731
+    return norm(a) == norm(b)
+
+
+def _repeated_defaults(path: Path, name: str) -> list[str]:
+    """Keys of a scheduler YAML file equal to baseline ``name``'s Python default and not
+    marked deliberate."""
+    lines = {ln.split(":", 1)[0].strip(): ln for ln in path.read_text().splitlines()
+             if ln and not ln.startswith((" ", "#"))}
+    cfg = OmegaConf.to_container(OmegaConf.load(path))
+    return [key for key, value in cfg.items() if key not in ("_target_", "name")
+            and _same(value, _python_default(name, key)) and DELIBERATE not in lines[key]]
+
+
+@pytest.mark.parametrize("path", [p for p in GROUP_FILES if p.parts[-2] == "scheduler"], ids=_id)
+def test_scheduler_yaml_carries_only_overrides(path):
+    """Each parameter a conf/scheduler file sets differs from the Python default (the
+    default is written once, in the constructor), unless its line is marked deliberate."""
+    name = path.stem
+    if name not in baselines.names():
+        pytest.skip(f"{name!r} is not a registered baseline (agent, pretrained)")
+    repeated = _repeated_defaults(path, name)
+    assert repeated == [], (f"{path.name} repeats the Python defaults of {repeated}: drop them or "
+                            f"mark the line '{DELIBERATE} <reason>'")
+
+
+def test_default_check_catches_a_repeated_default(tmp_path):
+    """AlloX's alpha written again is caught, a marked line and a real override are not;
+    Gavel's default round length is the scenario's, so a pinned 360 is an override."""
+    f = tmp_path / "allox.yaml"
+    f.write_text('_target_: baselines.make\nname: "allox"\nalpha: 0.1\nraise_alpha: false\n'
+                 "window: null  # deliberate: pinned for a test\n")
+    assert _repeated_defaults(f, "allox") == ["alpha"]
+    assert _python_default("gavel-las", "round_length") is True
+    assert _same(_python_default("tiresias", "thresholds"), [3600.0])
+
+
+def test_a_parameter_is_set_from_the_command_line():
+    """conf/README.md's ``+scheduler.<key>=<value>`` reaches the baseline."""
+    cfg = _compose("compare", ["scheduler=allox", "+scheduler.alpha=0.5"])
+    assert instantiate(cfg.scheduler).alpha == 0.5

@@ -118,3 +118,46 @@ def test_readme_tour_runs(capsys):
     assert namespace["place"].unwrapped.spec.id == "HetClusterPlacement-v0"
     assert namespace["vec"].num_envs == 64
     assert "hetero-small" in capsys.readouterr().out
+
+
+#: work-log marks that must not come back: machine paths, tracker numbers, pass labels
+_LOG_MARKS = {
+    "machine path": re.compile(r"/work/"),
+    "tracker number": re.compile(r"\b[Ii]ssues? ?#?\d+\b|(?<![\w&/#])#\d{1,4}\b(?![\w-])"),
+    "pass label": re.compile(r"\b(third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|"
+                             r"thirteenth|fourteenth|fifteenth|sixteenth|\d+(st|nd|rd|th)) pass\b"
+                             r"|\b[Ss]top \d+\b"),
+}
+
+
+def test_no_work_log_marks_in_the_repository():
+    """No machine paths, tracker numbers or work-pass labels in any text file."""
+    hits = []
+    for p in _tracked_text_files() + [p for p in ROOT.glob("agents/pretrained/*.json")]:
+        rel = p.relative_to(ROOT).as_posix()
+        if rel == "tests/test_docs.py":
+            continue
+        for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1):
+            for what, pat in _LOG_MARKS.items():
+                if pat.search(line):
+                    hits.append(f"{rel}:{n}: {what}: {line.strip()[:80]}")
+    assert hits == []
+
+
+def test_marks_are_recognised():
+    """The patterns above catch what they are for and spare ordinary text."""
+    assert _LOG_MARKS["machine path"].search("see /work/shared/data")
+    assert _LOG_MARKS["tracker number"].search("(issue 9, start-up)")
+    assert _LOG_MARKS["tracker number"].search("fixed in #14")
+    assert _LOG_MARKS["pass label"].search("after the thirteenth pass")
+    assert not any(p.search("a second pass over the queue, colour #ff0000, 8 GPUs")
+                   for p in _LOG_MARKS.values())
+
+
+def test_reference_docs_stay_short_and_indexed():
+    assert len((ROOT / "BENCHMARKS.md").read_text().splitlines()) < 400
+    assert len((ROOT / "docs" / "agents.md").read_text().splitlines()) < 500
+    index = (ROOT / "docs" / "index.md").read_text()
+    missing = [p.name for p in sorted((ROOT / "docs").glob("*.md"))
+               if p.name != "index.md" and f"]({p.name})" not in index]
+    assert missing == []

@@ -1,4 +1,4 @@
-"""What ``import hetgym, baselines`` loads (issue 9, start-up), in fresh interpreters.
+"""What ``import hetgym, baselines`` loads at start-up, in fresh interpreters.
 
 The import leaves Numba, the kernels and Gymnasium out (they load with the first run or
 the first ``import gymnasium``), and the environments are still registered with

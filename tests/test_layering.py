@@ -179,7 +179,7 @@ def _reach_through(root: Path) -> list[str]:
 
 
 def test_no_reach_through_into_the_simulator():
-    """Issue 9: no reach-through into private attributes between env, agents and engine."""
+    """No reach-through into private attributes between env, agents and engine."""
     assert _reach_through(ROOT) == []
 
 

@@ -1,6 +1,5 @@
-"""Code compares job states and counters by name, not by number (issue 9, section 1:
-"kernels compare raw numbers (``status == 3``, ``ctr[6]``, ``acc[2]``) although named
-constants exist")."""
+"""Code compares job states and counters by name, not by number (no raw
+``status == 3``, ``ctr[6]``, ``acc[2]`` where named constants exist)."""
 
 import re
 from pathlib import Path

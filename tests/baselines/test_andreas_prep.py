@@ -1,5 +1,5 @@
-"""ANDREAS RG's tables in one compiled call (:mod:`baselines.andreas_prep`, issue 9, tenth
-pass) give exactly what the NumPy builders it replaced gave (kept below as the reference):
+"""ANDREAS RG's tables in one compiled call (:mod:`baselines.andreas_prep`) give
+exactly what the NumPy builders it replaced gave (kept below as the reference):
 :class:`ReferenceRG` keeps ``AndreasRG.plan`` / ``decide`` as they were written before (the
 reference). At every decision point of whole runs the search is called with the same
 arguments bit for bit (dtypes and shapes included), the decisions and f_OBJ are the same,

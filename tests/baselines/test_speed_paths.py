@@ -1,4 +1,4 @@
-"""The faster forms of the paper-family baselines (issue 9, fourth pass) give exactly the
+"""The faster forms of the paper-family baselines give exactly the
 schedules of the straightforward rules kept here (the code they replaced).
 
 Each fast form is run job by job (start, end, device, preemptions, restarts, segments,

@@ -11,7 +11,6 @@ import pytest
 from hetgym.workload import REQUIRED_COLUMNS, Workload
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SHARED = Path("/work/shared/data")
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,4 +1,5 @@
 import gzip
+import os
 from pathlib import Path
 
 import numpy as np
@@ -8,7 +9,10 @@ import pytest
 from hetgym.traces import load_google2011, load_google2019
 from hetgym.traces.google import JOB_EVENTS_2011, packaged_google2011_dir
 
-SHARED_2011 = Path("/work/shared/data/google/clusterdata-2011-2")
+#: a full copy of the Google 2011 trace (job_events/ and task_events/ shards), if the
+#: environment names one: HETGYM_GOOGLE2011_DIR=<clusterdata-2011-2 folder>
+_FULL = os.environ.get("HETGYM_GOOGLE2011_DIR")
+FULL_2011 = Path(_FULL) if _FULL else None
 
 
 def test_tiny_2011_shard(fixtures: Path, canonical):
@@ -65,10 +69,11 @@ def test_packaged_shard_matches_independent_count(canonical):
     assert rep.dropped["submitted_before_trace"] == 3986
 
 
-@pytest.mark.skipif(not (SHARED_2011 / "task_events").is_dir(), reason="shared Google 2011 shards absent")
+@pytest.mark.skipif(FULL_2011 is None or not (FULL_2011 / "task_events").is_dir(),
+                    reason="HETGYM_GOOGLE2011_DIR does not name a Google 2011 copy with task_events/")
 def test_shared_shard_with_task_events():
-    df, rep = load_google2011(SHARED_2011, max_parts=1, node=(20.0, 64.0), workers="tasks", max_workers=1000)
-    te = pd.read_csv(SHARED_2011 / "task_events" / "part-00000-of-00500.csv.gz", header=None,
+    df, rep = load_google2011(FULL_2011, max_parts=1, node=(20.0, 64.0), workers="tasks", max_workers=1000)
+    te = pd.read_csv(FULL_2011 / "task_events" / "part-00000-of-00500.csv.gz", header=None,
                      usecols=[2, 3, 9, 10], names=["job_id", "task_index", "cpu", "mem"])
     j = int(df["trace_id"].iloc[0])
     sel = te[te.job_id == j]
