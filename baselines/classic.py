@@ -27,6 +27,7 @@ from hetgym.decisions import Cadence, Decision, Placement, Preempt, SchedulerBas
 from hetgym.sim.codes import JobStatus
 
 if TYPE_CHECKING:  # pragma: no cover
+    from baselines.srpt_migrate import MigratingSRPT
     from baselines.srpt_plan import SRPTPlan
     from hetgym.sim.view import View
 
@@ -181,6 +182,12 @@ class SRPT(SchedulerBase):
     keep their resources and are never preempted. A waiting job only starts if
     it fits in what is free once the preempted jobs without grace period have
     left; others start at a later decision point.
+
+    This is the *sticky* form, the registered default: a running job never moves to a
+    faster type that frees up, and no decision is made while no job waits. The AlloX
+    paper's SRPT (re-plan every job at every event, moves at no cost) is
+    ``SRPT.make(migrate=True)`` (``make("srpt", migrate=True)``,
+    :class:`baselines.srpt_migrate.MigratingSRPT`); docs/allox.md compares the two.
     """
 
     devices: DeviceChoice = field(default_factory=FastestFirst)
@@ -192,8 +199,20 @@ class SRPT(SchedulerBase):
         return replace(super().cadence, fast_path=True)
 
     @classmethod
-    def make(cls, device: str = "fastest_free") -> SRPT:
-        """Factory for the registry: ``device`` as in :func:`device_choice`."""
+    def make(cls, device: str = "fastest_free", migrate: bool = False) -> SRPT | MigratingSRPT:
+        """Factory for the registry: ``device`` as in :func:`device_choice`.
+
+        ``migrate=False`` (the default) builds this sticky SRPT: a running job keeps its
+        placement while it is free there, and nothing is decided while no job waits; it is
+        compiled, and it is the SRPT every family's study uses. ``migrate=True`` builds the
+        AlloX paper's SRPT (sec. 5.1, "preemptive at no cost"),
+        :class:`baselines.srpt_migrate.MigratingSRPT`: every job re-planned at every event,
+        a running job moved to a faster type as soon as one frees up.
+        """
+        if migrate:
+            from baselines.srpt_migrate import MigratingSRPT
+
+            return MigratingSRPT(devices=device_choice(device))
         return cls(devices=device_choice(device))
 
     def reset(self, view: View) -> None:

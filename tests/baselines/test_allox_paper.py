@@ -78,7 +78,7 @@ def _frame(jct: dict[str, list[float]], **other: dict[str, list[float]]) -> pd.D
 
 
 def test_rows_judge_directions_per_seed() -> None:
-    names = ["allox", "allox[alpha=1]", "allox+", "drff", "drfs", "es", "drfa", "srpt", "srpt[fastest-only]"]
+    names = ["allox", "allox[alpha=1]", "allox+", "drff", "drfs", "es", "drfa", "srpt", ps.SRPT, ps.SRPT_FASTEST]
     jct = {n: [100.0, 100.0] for n in names}
     jct["allox"] = [50.0, 120.0]  # beats DRFF (100) on seed 0 only
     rows = {r["claim"]: r for r in ps.rows_from(_frame(jct))}
@@ -86,6 +86,10 @@ def test_rows_judge_directions_per_seed() -> None:
     assert r["paper"] == 95.0 and r["seeds_agree"] == "1/2"
     assert r["ours"] == pytest.approx((50.0 + -20.0) / 2)
     assert ps.holds(r)  # mean reduction 15% > 0
+    jct_srpt = {**jct, ps.SRPT: [80.0, 80.0]}
+    r = {q["claim"]: q for q in ps.rows_from(_frame(jct_srpt))}["avg JCT above SRPT, allox [%]"]
+    assert r["paper"] == 30.0 and r["seeds_agree"] == "1/2"  # the paper's (migrating) SRPT
+    assert r["ours"] == pytest.approx((-37.5 + 50.0) / 2)
     r = rows["avg JCT, AlloX alpha 1 / alpha 0.1"]
     assert r["paper"] is None and r["sense"] == "<" and r["seeds_agree"] == "1/2"
     table = ps.markdown(list(rows.values()))
@@ -103,4 +107,4 @@ def test_paper_regime_rows_quick_shape(monkeypatch) -> None:
     r = rows[0]
     assert r["paper"] == 95.0 and r["ours"] == pytest.approx(50.0)
     assert r["note"].endswith("direction on 1/1 seeds")
-    assert set(names) >= {"allox", "drff", "drfs", "es", "drfa", "srpt[fastest-only]"}
+    assert set(names) >= {"allox", "drff", "drfs", "es", "drfa", ps.SRPT, ps.SRPT_FASTEST}
