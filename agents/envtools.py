@@ -59,6 +59,8 @@ class EnvConfig:
             (see the module docstring).
         time_scale: The env's ``time_scale``: seconds of the squashed time
             features (None: the env's 3600 s; jobs of days want 10 h or more).
+        observation: The env's observation layout, ``"v0"`` or ``"scaled"``
+            (:mod:`hetgym.envs.features`; a card without it was trained on ``v0``).
     """
 
     window: int = 16
@@ -71,6 +73,7 @@ class EnvConfig:
     max_steps: int | None = None
     no_idle_wait: bool = True
     time_scale: float | None = None
+    observation: str = "v0"
 
     def env_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``HetClusterEnv`` (everything but ``no_idle_wait``)."""

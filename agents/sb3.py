@@ -19,12 +19,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from stable_baselines3.common.base_class import BaseAlgorithm
     from stable_baselines3.common.vec_env import VecEnv
 
-__all__ = ["ALGOS", "AgentConfig", "algo_class", "MaskFn", "ResolveAction", "Wrap",
+__all__ = ["ALGOS", "FEATURES", "AgentConfig", "torch_device", "algo_class", "MaskFn", "ResolveAction", "Wrap",
            "make_env",
            "make_vec_env",
            "linear_schedule"]
 
 ALGOS = ("maskable_ppo", "ppo")
+#: Policy networks of :class:`AgentConfig` (its ``features``).
+FEATURES = ("mlp", "set", "score")
 
 
 def algo_class(algo: str) -> Any:
@@ -72,9 +74,12 @@ class AgentConfig:
         target_kl: Early stop of an update past this KL (None: off).
         normalize_reward: Wrap the vec env in ``VecNormalize`` (rewards only).
         checkpoint: A saved model to evaluate (``scheduler=agent``) or to start from.
-        features: ``mlp`` (the flat observation) or ``set`` (the permutation-equivariant
-            :class:`agents.policies.SetEncoder` in front of ``net_arch``).
-        embed_dim: Slot embedding width of the ``set`` encoder.
+        features: ``mlp`` (the flat observation), ``set`` (the permutation-equivariant
+            :class:`agents.policies.SetEncoder` in front of ``net_arch``) or ``score``
+            (:mod:`agents.scoring`: one shared network scores every candidate, the same
+            weights for any window and cluster; ``net_arch`` is not used).
+        embed_dim: Slot embedding width of the ``set`` encoder, candidate embedding
+            width of the ``score`` policy.
     """
 
     algo: str = "maskable_ppo"
@@ -103,8 +108,8 @@ class AgentConfig:
             raise ValueError(f"AgentConfig.algo must be one of {ALGOS}, got {self.algo!r}")
         if self.activation not in ("tanh", "relu"):
             raise ValueError(f"AgentConfig.activation must be tanh or relu, got {self.activation!r}")
-        if self.features not in ("mlp", "set"):
-            raise ValueError(f"AgentConfig.features must be mlp or set, got {self.features!r}")
+        if self.features not in FEATURES:
+            raise ValueError(f"AgentConfig.features must be one of {FEATURES}, got {self.features!r}")
         object.__setattr__(self, "net_arch", tuple(int(x) for x in self.net_arch))
         object.__setattr__(self, "extra", dict(self.extra))
 
@@ -120,10 +125,14 @@ class AgentConfig:
         return d
 
     def build(self, env: "VecEnv", seed: int = 0, tensorboard_log: str | None = None,
-              verbose: int = 0, device: str = "cpu") -> "BaseAlgorithm":
-        """Create the model on ``env`` (or load :attr:`checkpoint` and attach ``env``)."""
+              verbose: int = 0, device: str = "auto") -> "BaseAlgorithm":
+        """Create the model on ``env`` (or load :attr:`checkpoint` and attach ``env``).
+
+        ``device="auto"`` puts the policy on CUDA where there is a GPU, else on the CPU
+        (:func:`torch_device`)."""
         import torch
 
+        device = torch_device(device)
         cls = algo_class(self.algo)
         if self.checkpoint:
             return cls.load(self.checkpoint, env=env, device=device,
@@ -133,7 +142,13 @@ class AgentConfig:
         if self.lr_final is not None:
             lr = linear_schedule(self.learning_rate, self.lr_final)
         pk: dict[str, Any] = {"net_arch": list(self.net_arch), "activation_fn": act}
-        if self.features == "set":
+        policy: Any = "MlpPolicy"
+        if self.features == "score":
+            from agents.scoring import MaskableScoringPolicy, ScoringPolicy, policy_kwargs
+
+            policy = MaskableScoringPolicy if self.masked else ScoringPolicy
+            pk = policy_kwargs(env, self.embed_dim)
+        elif self.features == "set":
             from agents.policies import SetEncoder
 
             window, n_dev, run_window = (env.get_attr(a)[0] for a in ("window", "n_dev", "run_window"))
@@ -141,7 +156,7 @@ class AgentConfig:
             pk["features_extractor_kwargs"] = {"window": int(window), "n_dev": int(n_dev),
                                                "run_window": int(run_window),
                                                "embed_dim": int(self.embed_dim)}
-        return cls("MlpPolicy", env, learning_rate=lr, n_steps=self.n_steps,
+        return cls(policy, env, learning_rate=lr, n_steps=self.n_steps,
                    batch_size=self.batch_size, n_epochs=self.n_epochs, gamma=self.gamma,
                    gae_lambda=self.gae_lambda, clip_range=self.clip_range,
                    ent_coef=self.ent_coef, vf_coef=self.vf_coef,
@@ -149,6 +164,16 @@ class AgentConfig:
                    policy_kwargs=pk,
                    tensorboard_log=tensorboard_log, verbose=verbose, seed=seed, device=device,
                    **self.extra)
+
+
+def torch_device(device: str = "auto") -> str:
+    """``"cuda"`` for ``"auto"`` where torch sees a GPU, ``"cpu"`` for ``"auto"`` elsewhere;
+    any other name as it is."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 class ResolveAction(gym.ActionWrapper):

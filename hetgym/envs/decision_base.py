@@ -225,6 +225,14 @@ class DecisionEnv(gym.Env):
         raise SchedulingError(f"{decision!r}: no candidate of job {job} (slot {k}) carries it out "
                               f"(its {len(self._cands[k])} candidates: {self._cands[k]})")
 
+    @property
+    def candidate_table(self) -> Any:
+        """Where each candidate's features lie in the observation
+        (:func:`hetgym.envs.obs_candidates.candidate_table`; what a scoring policy reads)."""
+        from hetgym.envs.obs_candidates import candidate_table
+
+        return candidate_table(self)
+
     def window_jobs(self) -> np.ndarray:
         """Job indices of the window (slot k = actions ``k*M .. k*M + M-1``)."""
         return np.asarray(self._slots, dtype=np.int64)

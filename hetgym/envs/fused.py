@@ -70,6 +70,7 @@ class EnvParams(NamedTuple):
     term_idx: np.ndarray    # int64[m], reward terms with a weight (TERMS order indices)
     term_w: np.ndarray      # float64[m], their weights, in the objective's order
     energy_price: float     # EUR per J (price x PUE / 3.6e6)
+    obs_mode: int = 0       # observation layout (hetgym.envs.features.OBSERVATIONS index)
 
 
 class EnvState(NamedTuple):

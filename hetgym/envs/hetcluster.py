@@ -11,7 +11,7 @@ from gymnasium import spaces
 from hetgym import scenarios as _scenarios
 from hetgym.decisions import SchedulingError
 from hetgym.envs.args import count_arg, discrete_action, episode_args, scenario_arg
-from hetgym.envs.features import SCALE, layout, obs_size
+from hetgym.envs.features import SCALE, layout, obs_mode, obs_size
 from hetgym.envs.fused import (
     ACT_GROW,
     ACT_INVALID,
@@ -59,7 +59,13 @@ class HetClusterEnv(gym.Env):
 
     ## Observation Space
     ``Box(-1, 1, (obs_size,), float32)``; the table of every feature is in
-    :mod:`hetgym.envs.features`.
+    :mod:`hetgym.envs.features`, ``env.unwrapped.obs_layout`` lists them. Two layouts
+    (``observation``): ``"v0"`` (default; times squashed by ``time_scale``, queue counts
+    relative to the window, arrived / done as fractions of the episode's jobs) and
+    ``"scaled"`` (times and counts on log scales, each job's speed-up per device type,
+    nothing relative to the episode's job count or the window: one model's inputs mean
+    the same at any size). Per (job slot, device type) candidate both layouts hold a
+    fixed set of features (:func:`hetgym.envs.obs_candidates.candidate_table`).
 
     ## Rewards
     Named terms (``info["reward_terms"]``) weighted by the scenario objective
@@ -84,8 +90,8 @@ class HetClusterEnv(gym.Env):
     ``n_jobs`` (jobs per episode window, 64; None = all), ``placement`` (pack, spread,
     topology; default the scenario's), ``invalid_action`` (wait, raise),
     ``preemption`` (False), ``run_window`` (8), ``reward_scale`` (3600),
-    ``time_scale`` (s, 3600: the scale of the squashed time features),
-    ``max_steps`` (default 20 x jobs + 1000), ``render_mode`` (ansi, rgb_array).
+    ``time_scale`` (s, 3600: the scale of the squashed time features of ``v0``),
+    ``observation`` (``"v0"``, ``"scaled"``), ``max_steps`` (default 20 x jobs + 1000), ``render_mode`` (ansi, rgb_array).
 
     ## Vectorized
     ``gym.make_vec("HetCluster-v0", num_envs=N)`` (``vectorization_mode=
@@ -94,7 +100,8 @@ class HetClusterEnv(gym.Env):
     compiled call, with exactly the trajectories of N single envs.
 
     ## Version History
-    * v0: initial release.
+    * v0: initial release; the ``observation="scaled"`` layout added as an option (the
+      default stays ``"v0"``, so the dynamics and the default observation are unchanged).
     """
 
     metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 4}
@@ -104,8 +111,11 @@ class HetClusterEnv(gym.Env):
                  n_jobs: int | None = 64, placement: str | None = None,
                  invalid_action: str = "wait", preemption: bool = False, run_window: int = 8,
                  reward_scale: float = 3600.0, max_steps: int | None = None,
-                 render_mode: str | None = None, time_scale: float = SCALE) -> None:
+                 render_mode: str | None = None, time_scale: float = SCALE,
+                 observation: str = "v0") -> None:
         sc = scenario_arg(scenario, scenario_kwargs)
+        self.observation = observation
+        self._obs_mode = obs_mode(observation)
         if placement is not None:
             sc = sc.replace(options={"placement": placement})
         self.scenario = sc
@@ -120,7 +130,8 @@ class HetClusterEnv(gym.Env):
         self.wait_action = self.n_start_actions + self.run_window
         self.action_space = spaces.Discrete(self.wait_action + 1)
         self.observation_space = spaces.Box(
-            -1.0, 1.0, (obs_size(self.window, self.n_dev, self.run_window),), np.float32)
+            -1.0, 1.0, (obs_size(self.window, self.n_dev, self.run_window, observation),),
+            np.float32)
         self.sim: Simulator | None = None
         self._own_sim = False  # self.sim was made by reset (not attached from outside)
         k, r = self.window, max(self.run_window, 1)
@@ -136,13 +147,14 @@ class HetClusterEnv(gym.Env):
         self._n_rwin = 0
         self.reward = RewardTracker(sc.objective.as_dict(), self.reward_scale, self._es.rew)
         self._max_workers = int(sc.workload.frame["workers"].max())  # of the whole workload
-        self.obs_layout = layout(self.window, self.n_dev, self.run_window, self.devices)
+        self.obs_layout = layout(self.window, self.n_dev, self.run_window, self.devices,
+                                 observation)
 
     def __repr__(self) -> str:
         return (f"HetClusterEnv(scenario={self.scenario.name!r}, devices={self.devices}, "
                 f"window={self.window}, windows={self.windows}, placement="
                 f"{self.scenario.options.placement!r}, objective={self.scenario.objective.as_dict()}, "
-                f"preemption={self.preemption})")
+                f"preemption={self.preemption}, observation={self.observation!r})")
 
     # ----------------------------------------------------------------- gym API
     def reset(self, *, seed: int | None = None,
@@ -190,7 +202,8 @@ class HetClusterEnv(gym.Env):
                              time_scale=self.time_scale,
                              raise_invalid=self.invalid_action == "raise",
                              term_idx=term_idx, term_w=term_w,
-                             energy_price=self.reward.energy_price)
+                             energy_price=self.reward.energy_price,
+                             obs_mode=self._obs_mode)
         self._bind()
         self.steps = 0
         self._stuck = False
@@ -290,6 +303,14 @@ class HetClusterEnv(gym.Env):
     def action_masks(self) -> np.ndarray:
         """Feasible actions (bool, length ``action_space.n``) for MaskablePPO."""
         return self._mask.copy()
+
+    @property
+    def candidate_table(self) -> Any:
+        """Where each candidate's features lie in the observation
+        (:func:`hetgym.envs.obs_candidates.candidate_table`; what a scoring policy reads)."""
+        from hetgym.envs.obs_candidates import candidate_table
+
+        return candidate_table(self)
 
     def window_jobs(self) -> np.ndarray:
         """Simulator job indices in the job window (slot k = actions ``k*C .. k*C + C-1``)."""
