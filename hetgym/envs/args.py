@@ -12,7 +12,12 @@ from hetgym import scenarios as _scenarios
 from hetgym.episodes import EpisodeWindows
 from hetgym.specs import Scenario
 
-__all__ = ["autoreset_arg", "count_arg", "discrete_action", "episode_args", "positive_arg", "scenario_arg"]
+__all__ = ["ENDED", "autoreset_arg", "count_arg", "discrete_action", "episode_args", "positive_arg", "scenario_arg"]
+
+
+#: Message of ``step`` on an episode that has ended (terminated or truncated).
+ENDED = ("step() after the episode ended (terminated or truncated): call reset() first "
+         "(the batched env resets finished rows itself)")
 
 
 def scenario_arg(scenario: str | Scenario, scenario_kwargs: dict[str, Any] | None) -> Scenario:

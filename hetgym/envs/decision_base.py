@@ -30,7 +30,7 @@ import numpy as np
 from gymnasium import spaces
 
 from hetgym.decisions import Decision, SchedulingError
-from hetgym.envs.args import count_arg, discrete_action, episode_args, scenario_arg
+from hetgym.envs.args import ENDED, count_arg, discrete_action, episode_args, scenario_arg
 from hetgym.envs.candidates import single_server
 from hetgym.envs.features import Feature
 from hetgym.envs.fused import accrue_step_nb
@@ -89,6 +89,7 @@ class DecisionEnv(gym.Env):
         self.observation_space = spaces.Box(-1.0, 1.0, (len(self.obs_layout),), np.float32)
         self.reward = RewardTracker(sc.objective.as_dict(), self.reward_scale)
         self.sim: Simulator | None = None
+        self._ended_episode = False
         self._cands: list[list[Decision]] = []
         self._slots: list[int] = []
         self._mask = np.zeros(self.action_space.n, dtype=np.bool_)
@@ -130,6 +131,7 @@ class DecisionEnv(gym.Env):
         self._inv_best = self.reward.reset(sim)
         self._single: dict[tuple[int, int], bool] = {}  # one_server's answers this episode
         self.steps = 0
+        self._ended_episode = False
         self.point = 0  # decision points reached (sim.decision_points counts them too)
         on_start = (options or {}).get("on_start")
         if on_start is not None:
@@ -145,6 +147,8 @@ class DecisionEnv(gym.Env):
         sim = self.sim
         if sim is None:
             raise RuntimeError("call reset() before step()")
+        if self._ended_episode:
+            raise RuntimeError(ENDED)
         a = self._check_action(action)
         self.steps += 1
         invalid = not self._mask[a]
@@ -166,6 +170,7 @@ class DecisionEnv(gym.Env):
             if terminated or self._ended:
                 sim.check_final()
             info["episode_metrics"] = summarize(sim)
+            self._ended_episode = True
         return self._obs(), self.reward.combine(terms), terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:

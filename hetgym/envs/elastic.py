@@ -86,6 +86,7 @@ class HetClusterElasticEnv(DecisionEnv):
     every job is done, truncated (with the truncation charge) after ``max_steps``, at the
     horizon, when no event is left, or at an idle timed instant where nothing was decided
     and nothing is left to arrive; ``episode_metrics`` in the final info.
+    Once an episode has ended, ``step`` raises ``RuntimeError`` until ``reset``.
 
     ## Arguments
     ``scenario`` (``andreas-sim``), ``scenario_kwargs``, ``window`` (K, 8), ``run_window``
