@@ -30,7 +30,8 @@ import numpy as np
 from gymnasium import spaces
 
 from hetgym.decisions import Decision, SchedulingError
-from hetgym.envs.args import ENDED, count_arg, discrete_action, episode_args, scenario_arg
+from hetgym.envs.args import (ENDED, MAX_WINDOW, count_arg, discrete_action, episode_args, positive_arg,
+                              scenario_arg)
 from hetgym.envs.candidates import single_server
 from hetgym.envs.features import Feature
 from hetgym.envs.fused import accrue_step_nb
@@ -74,10 +75,11 @@ class DecisionEnv(gym.Env):
         sc = scenario_arg(scenario, scenario_kwargs)
         self.scenario = sc
         self.devices = sc.device_types
-        self.window = count_arg("window", window)
+        self.window = count_arg("window", window, most=MAX_WINDOW)
         self.max_candidates = count_arg("max_candidates", max_candidates)
         self.round_length = sc.options.round_length if round_length is True else (
-            float(round_length) if round_length else None)
+            positive_arg("round_length", round_length, "seconds (or True: the scenario's, "
+                         "None/False: events only)") if round_length else None)
         self.every_event = bool(every_event)
         self.rounds_only = False  # ask the agent at round boundaries only (HetClusterRounds-v0)
         self.skip_forced = bool(skip_forced)

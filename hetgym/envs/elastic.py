@@ -14,7 +14,7 @@ from hetgym.envs.candidates import (
     holds_gang,
     own_on_nodes,
 )
-from hetgym.envs.args import count_arg, scenario_arg
+from hetgym.envs.args import MAX_WINDOW, count_arg, scenario_arg
 from hetgym.envs.decision_base import DecisionEnv, squash
 from hetgym.envs.features import SCALE
 from hetgym.sim.codes import GRACE as _GRACE
@@ -114,7 +114,7 @@ class HetClusterElasticEnv(DecisionEnv):
                  render_mode: str | None = None, time_scale: float = SCALE,
                  skip_forced: bool = False) -> None:
         sc = scenario_arg(scenario, scenario_kwargs)
-        self.queue_window = count_arg("window", window)
+        self.queue_window = count_arg("window", window, most=MAX_WINDOW)
         self.run_window = count_arg("run_window", run_window, least=0)
         if max_candidates is None:
             max_candidates = min(64, _largest_list(sc))

@@ -10,7 +10,7 @@ from gymnasium import spaces
 
 from hetgym import scenarios as _scenarios
 from hetgym.decisions import SchedulingError
-from hetgym.envs.args import ENDED, count_arg, discrete_action, episode_args, scenario_arg
+from hetgym.envs.args import ENDED, MAX_WINDOW, count_arg, discrete_action, episode_args, scenario_arg
 from hetgym.envs.features import SCALE, layout, obs_size
 from hetgym.envs.fused import (
     ACT_GROW,
@@ -111,7 +111,7 @@ class HetClusterEnv(gym.Env):
             sc = sc.replace(options={"placement": placement})
         self.scenario = sc
         self.devices = sc.device_types
-        self.window = count_arg("window", window)
+        self.window = count_arg("window", window, most=MAX_WINDOW)
         self.n_dev = len(self.devices)
         self.preemption = bool(preemption)
         self.run_window = count_arg("run_window", run_window) if preemption else 0
