@@ -35,11 +35,12 @@ def named_decode_errors(read: Callable[..., Any]) -> Callable[..., Any]:
     UTF-8 byte-order mark is accepted: the readers open files as ``utf-8-sig``)."""
 
     @functools.wraps(read)
-    def wrapped(path: Any, *args: Any, **kwargs: Any) -> Any:
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
         try:
-            return read(path, *args, **kwargs)
+            return read(*args, **kwargs)
         except UnicodeDecodeError as e:
-            raise ValueError(f"{Path(path)}: byte {e.start} is not UTF-8 ({e.reason}); expected a UTF-8 "
+            path = args[0] if args else kwargs.get("path", "packaged file")
+            raise ValueError(f"{Path(str(path))}: byte {e.start} is not UTF-8 ({e.reason}); expected a UTF-8 "
                              "text file (re-encode it, e.g. iconv -f latin1 -t utf-8)") from None
 
     return wrapped
