@@ -162,17 +162,24 @@ def load_meta(checkpoint: str | Path) -> dict[str, Any]:
                             "checkpoints written by scripts/train.py have one")
 
 
-def load_model(checkpoint: str | Path, algo: str | None = None, device: str = "cpu") -> Any:
-    """Load an SB3 model (``maskable_ppo`` or ``ppo``; read from ``agent.json`` if None)."""
+def load_model(checkpoint: str | Path, algo: str | None = None, device: str = "cpu",
+               trusted: bool = False) -> Any:
+    """Load an SB3 model (``maskable_ppo`` or ``ppo``; read from ``agent.json`` if None).
+
+    Nothing in the file is unpickled (:func:`agents.safe_load.load_sb3`): a file whose
+    settings cannot be rebuilt from its plain text is refused with
+    :class:`agents.safe_load.UnsafeModelError` unless ``trusted=True``.
+    """
+    from agents.safe_load import load_sb3
     from agents.sb3 import algo_class
 
     if algo is None:
         algo = load_meta(checkpoint)["algo"]
-    return algo_class(algo).load(str(checkpoint), device=device)
+    return load_sb3(checkpoint, algo_class(algo), device=device, trusted=trusted)
 
 
 def load_scheduler(checkpoint: str | None, deterministic: bool = True,
-                   device: str = "cpu", name: str = "agent") -> AgentScheduler:
+                   device: str = "cpu", name: str = "agent", trusted: bool = False) -> AgentScheduler:
     """An :class:`AgentScheduler` for a checkpoint written by ``scripts/train.py``.
 
     Args:
@@ -181,12 +188,14 @@ def load_scheduler(checkpoint: str | None, deterministic: bool = True,
         deterministic: Greedy actions.
         device: Torch device.
         name: Label.
+        trusted: Load pickled entries as they are (only for files you made; see
+            :func:`load_model`).
     """
     if checkpoint is None:
         raise ValueError("scheduler=agent needs agent.checkpoint=<path to a model .zip>")
     if not Path(checkpoint).is_file():
         raise FileNotFoundError(f"agent checkpoint {checkpoint} does not exist")
     meta = load_meta(checkpoint)
-    model = load_model(checkpoint, meta["algo"], device=device)
+    model = load_model(checkpoint, meta["algo"], device=device, trusted=trusted)
     return AgentScheduler(SB3Policy(model, deterministic), EnvConfig.from_dict(meta["env"]),
                           name=name)

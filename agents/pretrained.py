@@ -244,12 +244,11 @@ def ship_residual(model_file: str | Path, name: str, command: str, wall_s: float
     """
     import shutil
 
-    import torch
-
     from agents.heldout import FAMILIES, base_workload
+    from agents.safe_load import load_torch
     from hetgym.io import write_atomic_json
 
-    d = torch.load(Path(model_file), map_location="cpu", weights_only=False)
+    d = load_torch(model_file)
     family = str(d.get("family", name))
     out = Path(dest) if dest is not None else PRETRAINED_DIR
     out.mkdir(parents=True, exist_ok=True)

@@ -203,12 +203,16 @@ def save(path: str | Path, net: Any, env_config: EnvConfig, cfg: ResidualConfig,
 
 
 def load_residual(path: str | Path, tau: float | None = None, name: str = "residual") -> ResidualScheduler:
-    """The scheduler saved by :func:`save` (its ``tau`` unless given)."""
-    import torch
+    """The scheduler saved by :func:`save` (its ``tau`` unless given).
 
+    The file is read with ``torch.load(weights_only=True)`` (:func:`agents.safe_load.load_torch`):
+    a file holding anything but tensors, dicts, lists and numbers is refused with
+    :class:`agents.safe_load.UnsafeModelError`.
+    """
     from agents.residual import ResidualConfig, ResidualScheduler
+    from agents.safe_load import load_torch
 
-    d = torch.load(Path(path), map_location="cpu", weights_only=False)
+    d = load_torch(path)
     net = AdvantageNet(d["n_obs"], d["n_act"], tuple(d["fit"]["hidden"]))
     net.load_state_dict(d["state_dict"])
     net.eval()

@@ -132,15 +132,18 @@ class AgentConfig:
         (:func:`torch_device`)."""
         import torch
 
+        from agents.safe_load import load_sb3
+
         device = torch_device(device)
         cls = algo_class(self.algo)
-        if self.checkpoint:
-            return cls.load(self.checkpoint, env=env, device=device,
-                            tensorboard_log=tensorboard_log)
-        act = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[self.activation]
         lr: float | Callable[[float], float] = self.learning_rate
         if self.lr_final is not None:
             lr = linear_schedule(self.learning_rate, self.lr_final)
+        if self.checkpoint:
+            return load_sb3(self.checkpoint, cls, env=env, device=device,
+                            overrides={"learning_rate": lr, "clip_range": self.clip_range},
+                            tensorboard_log=tensorboard_log)
+        act = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}[self.activation]
         pk: dict[str, Any] = {"net_arch": list(self.net_arch), "activation_fn": act}
         policy: Any = "MlpPolicy"
         if self.features == "score":

@@ -80,15 +80,23 @@ def device_names() -> list[str]:
     return list(CATALOGUE)
 
 
+class UnknownDeviceError(KeyError, ValueError):
+    """A device type name that is not in the catalogue (a ``KeyError`` and a ``ValueError``)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 def get_device(name: str) -> DeviceType:
     """Look a device type up by name, case-insensitively.
 
     Raises:
-        KeyError: naming the unknown type and listing the known ones.
+        UnknownDeviceError: (a ``KeyError`` and a ``ValueError``) naming the unknown type
+            and listing the known ones.
     """
     dev = _BY_KEY.get(str(name).lower())
     if dev is None:
-        raise KeyError(f"unknown device type {name!r}; known: {', '.join(CATALOGUE)}")
+        raise UnknownDeviceError(f"unknown device type {name!r}; known: {', '.join(CATALOGUE)}")
     return dev
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hetgym import validate
 from hetgym.specs import Scenario
 
 __all__ = ["EpisodeWindows"]
@@ -36,8 +37,8 @@ class EpisodeWindows:
     def __post_init__(self) -> None:
         if self.n_total < 1:
             raise ValueError(f"EpisodeWindows: the workload has no job (n_total={self.n_total})")
-        if self.n_jobs is not None and self.n_jobs < 1:
-            raise ValueError(f"EpisodeWindows: n_jobs must be >= 1 or None, got {self.n_jobs}")
+        if self.n_jobs is not None:
+            object.__setattr__(self, "n_jobs", validate.integer(self.n_jobs, "n_jobs (jobs per episode)", lo=1))
 
     @property
     def size(self) -> int:

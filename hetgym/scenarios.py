@@ -14,11 +14,12 @@ from typing import Any, Callable
 
 import numpy as np
 
+from hetgym import validate
 from hetgym.generators import SyntheticGenerator
 from hetgym.specs import ClusterSpec, NodeSpec, Objective, Scenario, SimOptions
 from hetgym.workload import Workload
 
-__all__ = ["names", "get", "register", "default_cluster", "DEFAULT"]
+__all__ = ["names", "get", "register", "default_cluster", "DEFAULT", "UnknownScenarioError"]
 
 DEFAULT = "hetero-small"
 _FACTORIES: dict[str, Callable[..., Scenario]] = {}
@@ -36,11 +37,22 @@ def names() -> list[str]:
     return list(_FACTORIES)
 
 
+class UnknownScenarioError(KeyError, ValueError):
+    """A scenario name that is not registered (a ``KeyError`` and a ``ValueError``)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
 def get(name: str = DEFAULT, **overrides: Any) -> Scenario:
     """Build scenario ``name`` with overrides (option fields, objective, factory parameters)."""
     _load_presets()
     if name not in _FACTORIES:
-        raise KeyError(f"unknown scenario {name!r}; known: {', '.join(_FACTORIES)}")
+        raise UnknownScenarioError(f"unknown scenario {name!r}; known: {', '.join(_FACTORIES)}")
+    if "n_jobs" in overrides and overrides["n_jobs"] is not None:
+        overrides["n_jobs"] = validate.integer(overrides["n_jobs"], f"scenario {name!r}: n_jobs", lo=1)
+    if "seed" in overrides and overrides["seed"] is not None:
+        overrides["seed"] = validate.integer(overrides["seed"], f"scenario {name!r}: seed", lo=0)
     factory = _FACTORIES[name]
     opts = {k: overrides.pop(k) for k in list(overrides) if k in _OPTION_FIELDS}
     objective = overrides.pop("objective", None)
@@ -52,6 +64,10 @@ def get(name: str = DEFAULT, **overrides: Any) -> Scenario:
             f"scenario parameters: {[p for p in params]}"
         )
     sc = factory(**overrides)
+    want = overrides.get("n_jobs")
+    if want is not None and len(sc.workload) < want:
+        raise ValueError(f"scenario {name!r}: n_jobs={want} but its source has {len(sc.workload)} jobs; "
+                         f"expected n_jobs <= {len(sc.workload)}")
     changes: dict[str, Any] = {"name": name}
     if opts:
         changes["options"] = dataclasses.replace(sc.options, **opts)

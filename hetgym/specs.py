@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from hetgym import validate as _v
+
 from hetgym.devices import get_device
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -100,6 +102,10 @@ class PowerModel:
     gpu_active_w: float | None = None
     cpu_core_active_w: float | None = None
 
+    def __post_init__(self) -> None:
+        for name in ("idle_w", "gpu_active_w", "cpu_core_active_w"):
+            _v.optional(_v.number, getattr(self, name), f"PowerModel.{name} (W)", lo=0, finite=True)
+
 
 @dataclass(frozen=True)
 class NodeSpec:
@@ -134,8 +140,12 @@ class NodeSpec:
 
     def __post_init__(self) -> None:
         where = f"NodeSpec {self.name!r}"
-        if self.count < 1:
-            raise ValueError(f"{where}: count must be >= 1, got {self.count}")
+        for name, lo in (("count", 1), ("gpus", 0), ("sockets", 1)):
+            object.__setattr__(self, name, _v.integer(getattr(self, name), f"{where}: {name}", lo=lo))
+        for name in ("cpus", "mem_gb"):
+            _v.number(getattr(self, name), f"{where}: {name}", lo=0, finite=True)
+        if not isinstance(self.power, PowerModel):
+            raise TypeError(f"{where}: power must be a PowerModel, got {type(self.power).__name__}")
         if self.gpu_type is not None:
             get_device(self.gpu_type)  # raises on unknown type
             if not get_device(self.gpu_type).is_gpu:
@@ -144,14 +154,14 @@ class NodeSpec:
                 raise ValueError(f"{where}: a GPU node needs gpus >= 1, got {self.gpus}")
         elif self.gpus != 0:
             raise ValueError(f"{where}: gpus={self.gpus} but gpu_type is None")
-        if self.cpus < 0 or self.mem_gb < 0:
-            raise ValueError(f"{where}: cpus and mem_gb must be >= 0")
         if self.topology is not None:
             t = np.asarray(self.topology, dtype=np.float64)
             if t.shape != (self.gpus, self.gpus):
                 raise ValueError(
                     f"{where}: topology must be {self.gpus}x{self.gpus}, got shape {t.shape}"
                 )
+            if not (np.isfinite(t).all() and (t >= 0).all()):
+                raise ValueError(f"{where}: topology distances must be finite and >= 0, got {t.tolist()}")
         if self.gpu_socket is not None:
             gs = tuple(int(x) for x in self.gpu_socket)
             if len(gs) != self.gpus or any(not 0 <= x < max(1, self.sockets) for x in gs):
@@ -302,16 +312,16 @@ class SimOptions:
                 f"SimOptions.checkpoint_unit must be 'seconds' or 'work', got {self.checkpoint_unit!r}")
         for name in ("restart_delay", "checkpoint_interval", "energy_price", "pue",
                      "topology_coeff", "network_distance", "tardiness_price",
-                     "interference_coeff"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"SimOptions.{name} must be >= 0, got {getattr(self, name)}")
-        if self.fork_sync_delay is not None and self.fork_sync_delay < 0:
-            raise ValueError(f"SimOptions.fork_sync_delay must be >= 0, got {self.fork_sync_delay}")
-        if self.max_copies is not None and self.max_copies < 1:
-            raise ValueError(f"SimOptions.max_copies must be >= 1, got {self.max_copies}")
-        if self.round_length <= 0:
-            raise ValueError(f"SimOptions.round_length must be > 0, got {self.round_length}")
-        if not 0 < self.scaling_exponent <= 1:
+                     "interference_coeff", "slo_slack"):
+            _v.number(getattr(self, name), f"SimOptions.{name}", lo=0)
+        _v.optional(_v.number, self.fork_sync_delay, "SimOptions.fork_sync_delay", lo=0)
+        _v.optional(_v.number, self.grace_period, "SimOptions.grace_period", lo=0)
+        _v.number(self.horizon, "SimOptions.horizon (s)", lo=0, lo_open=True)
+        _v.number(self.round_length, "SimOptions.round_length (s)", lo=0, lo_open=True)
+        for name, lo in (("max_copies", 1), ("max_preemptions", 0), ("cpu_slot_cores", 1)):
+            value = _v.optional(_v.integer, getattr(self, name), f"SimOptions.{name}", lo=lo)
+            object.__setattr__(self, name, value)
+        if not 0 < _v.number(self.scaling_exponent, "SimOptions.scaling_exponent") <= 1:
             raise ValueError(
                 f"SimOptions.scaling_exponent must be in (0, 1], got {self.scaling_exponent}"
             )

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from hetgym import validate
 from hetgym.devices import CATALOGUE, get_device
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -122,6 +123,10 @@ class Workload:
                 out[col] = out[col].fillna(default) if col != "deadline" else out[col].fillna(np.inf)
 
         def numeric(col: str) -> np.ndarray:
+            kind = out[col].dtype
+            if pd.api.types.is_datetime64_any_dtype(kind) or pd.api.types.is_timedelta64_dtype(kind):
+                raise WorkloadError(f"{source}: column {col!r} holds {kind} values; expected a number "
+                                    "(seconds); convert first, e.g. (t - t0).dt.total_seconds()")
             try:
                 return pd.to_numeric(out[col], errors="raise").to_numpy(dtype=np.float64)
             except (ValueError, TypeError) as exc:
@@ -136,6 +141,7 @@ class Workload:
 
         jid = numeric("job_id")
         check("job_id", ~np.isfinite(jid) | (jid != np.round(jid)), "an integer")
+        check("job_id", np.abs(jid) >= 2.0**63, "an integer within int64 (|id| < 2**63)")
         dup = pd.Series(jid).duplicated().to_numpy()
         check("job_id", dup, "unique ids")
         arr = numeric("arrival")
@@ -180,7 +186,16 @@ class Workload:
         out["min_utility"] = mu
         out["bw"] = bw
         out["deadline"] = dl
-        out["forkable"] = out["forkable"].astype(bool)
+        fork = out["forkable"].tolist() if out["forkable"].dtype != bool else []
+        for i, x in enumerate(fork):
+            try:
+                fork[i] = validate.boolean(x, "forkable")
+            except ValueError:
+                raise WorkloadError(f"{source}: column 'forkable': {_first_bad(out, np.arange(len(out)) == i)} "
+                                    f"has {x!r}; expected a boolean (True/False, 0/1, or the text "
+                                    "true/false)") from None
+        if fork:
+            out["forkable"] = np.asarray(fork, dtype=bool)
         out["job_type"] = out["job_type"].astype(str)
         for col in ("cpus", "mem_gb", "weight", "grace_period"):
             out[col] = numeric(col)

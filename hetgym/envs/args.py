@@ -12,7 +12,12 @@ from hetgym import scenarios as _scenarios
 from hetgym.episodes import EpisodeWindows
 from hetgym.specs import Scenario
 
-__all__ = ["autoreset_arg", "count_arg", "discrete_action", "episode_args", "positive_arg", "scenario_arg"]
+__all__ = ["ENDED", "MAX_WINDOW", "autoreset_arg", "count_arg", "discrete_action", "episode_args", "positive_arg", "scenario_arg"]
+
+
+#: Message of ``step`` on an episode that has ended (terminated or truncated).
+ENDED = ("step() after the episode ended (terminated or truncated): call reset() first "
+         "(the batched env resets finished rows itself)")
 
 
 def scenario_arg(scenario: str | Scenario, scenario_kwargs: dict[str, Any] | None) -> Scenario:
@@ -28,12 +33,18 @@ def scenario_arg(scenario: str | Scenario, scenario_kwargs: dict[str, Any] | Non
     return _scenarios.get(scenario, **(scenario_kwargs or {}))
 
 
-def count_arg(name: str, value: Any, least: int = 1) -> int:
-    """``value`` as an int, which must be an integer (not a bool) of at least ``least``."""
+#: Largest job window an env accepts (its observation and action sizes grow with it).
+MAX_WINDOW = 4096
+
+
+def count_arg(name: str, value: Any, least: int = 1, most: int | None = None) -> int:
+    """``value`` as an int, which must be an integer (not a bool) in ``least..most``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ValueError(f"{name} must be an integer >= {least}, got {value!r}")
     if value < least:
         raise ValueError(f"{name} must be >= {least}, got {value}")
+    if most is not None and value > most:
+        raise ValueError(f"{name} must be <= {most}, got {value}")
     return int(value)
 
 

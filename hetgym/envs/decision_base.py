@@ -31,7 +31,8 @@ from gymnasium import spaces
 
 from hetgym.decisions import Decision, SchedulingError, Wait, cadence_of
 from hetgym.driver import DecisionPoints, ask_wakeup
-from hetgym.envs.args import count_arg, discrete_action, episode_args, scenario_arg
+from hetgym.envs.args import (ENDED, MAX_WINDOW, count_arg, discrete_action, episode_args, positive_arg,
+                              scenario_arg)
 from hetgym.envs.candidates import single_server
 from hetgym.envs.features import Feature
 from hetgym.envs.fused import accrue_step_nb
@@ -74,10 +75,11 @@ class DecisionEnv(gym.Env):
         sc = scenario_arg(scenario, scenario_kwargs)
         self.scenario = sc
         self.devices = sc.device_types
-        self.window = count_arg("window", window)
+        self.window = count_arg("window", window, most=MAX_WINDOW)
         self.max_candidates = count_arg("max_candidates", max_candidates)
         self.round_length = sc.options.round_length if round_length is True else (
-            float(round_length) if round_length else None)
+            positive_arg("round_length", round_length, "seconds (or True: the scenario's, "
+                         "None/False: events only)") if round_length else None)
         self.every_event = bool(every_event)
         self.rounds_only = False  # ask the agent at round boundaries only (HetClusterRounds-v0)
         self.skip_forced = bool(skip_forced)
@@ -89,6 +91,7 @@ class DecisionEnv(gym.Env):
         self.observation_space = spaces.Box(-1.0, 1.0, (len(self.obs_layout),), np.float32)
         self.reward = RewardTracker(sc.objective.as_dict(), self.reward_scale)
         self.sim: Simulator | None = None
+        self._ended_episode = False
         self._cands: list[list[Decision]] = []
         self._slots: list[int] = []
         self._mask = np.zeros(self.action_space.n, dtype=np.bool_)
@@ -131,6 +134,7 @@ class DecisionEnv(gym.Env):
         self._inv_best = self.reward.reset(sim)
         self._single: dict[tuple[int, int], bool] = {}  # one_server's answers this episode
         self.steps = 0
+        self._ended_episode = False
         self.point = 0  # decision points reached (sim.decision_points counts them too)
         self._points = DecisionPoints(sim, self.every_event, self._advance)
         on_start = (options or {}).get("on_start")
@@ -149,6 +153,8 @@ class DecisionEnv(gym.Env):
         sim = self.sim
         if sim is None:
             raise RuntimeError("call reset() before step()")
+        if self._ended_episode:
+            raise RuntimeError(ENDED)
         a = self._check_action(action)
         self.steps += 1
         invalid = not self._mask[a]
@@ -170,6 +176,7 @@ class DecisionEnv(gym.Env):
             if terminated or self._ended:
                 sim.check_final()
             info["episode_metrics"] = summarize(sim)
+            self._ended_episode = True
         return self._obs(), self.reward.combine(terms), terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:

@@ -14,7 +14,7 @@ from hetgym.envs.candidates import (
     holds_gang,
     own_on_nodes,
 )
-from hetgym.envs.args import count_arg, scenario_arg
+from hetgym.envs.args import MAX_WINDOW, count_arg, scenario_arg
 from hetgym.envs.decision_base import DecisionEnv, squash
 from hetgym.envs.features import SCALE
 from hetgym.sim.codes import GRACE as _GRACE
@@ -86,6 +86,7 @@ class HetClusterElasticEnv(DecisionEnv):
     every job is done, truncated (with the truncation charge) after ``max_steps``, at the
     horizon, when no event is left, or at an idle timed instant where nothing was decided
     and nothing is left to arrive; ``episode_metrics`` in the final info.
+    Once an episode has ended, ``step`` raises ``RuntimeError`` until ``reset``.
 
     ## Arguments
     ``scenario`` (``andreas-sim``), ``scenario_kwargs``, ``window`` (K, 8), ``run_window``
@@ -113,7 +114,7 @@ class HetClusterElasticEnv(DecisionEnv):
                  render_mode: str | None = None, time_scale: float = SCALE,
                  skip_forced: bool = False) -> None:
         sc = scenario_arg(scenario, scenario_kwargs)
-        self.queue_window = count_arg("window", window)
+        self.queue_window = count_arg("window", window, most=MAX_WINDOW)
         self.run_window = count_arg("run_window", run_window, least=0)
         if max_candidates is None:
             max_candidates = min(64, _largest_list(sc))

@@ -10,7 +10,7 @@ from gymnasium import spaces
 
 from hetgym import scenarios as _scenarios
 from hetgym.decisions import SchedulingError
-from hetgym.envs.args import count_arg, discrete_action, episode_args, scenario_arg
+from hetgym.envs.args import ENDED, MAX_WINDOW, count_arg, discrete_action, episode_args, scenario_arg
 from hetgym.envs.features import SCALE, layout, obs_mode, obs_size
 from hetgym.envs.fused import (
     ACT_GROW,
@@ -83,6 +83,7 @@ class HetClusterEnv(gym.Env):
     Terminated when every job of the window has completed; truncated after
     ``max_steps`` steps or at the scenario horizon. The final step's info has
     ``episode_metrics`` (see :mod:`hetgym.metrics`).
+    Once an episode has ended, ``step`` raises ``RuntimeError`` until ``reset``.
 
     ## Arguments
     ``scenario`` (name or :class:`~hetgym.specs.Scenario`), ``scenario_kwargs``
@@ -120,7 +121,7 @@ class HetClusterEnv(gym.Env):
             sc = sc.replace(options={"placement": placement})
         self.scenario = sc
         self.devices = sc.device_types
-        self.window = count_arg("window", window)
+        self.window = count_arg("window", window, most=MAX_WINDOW)
         self.n_dev = len(self.devices)
         self.preemption = bool(preemption)
         self.run_window = count_arg("run_window", run_window) if preemption else 0
@@ -133,6 +134,7 @@ class HetClusterEnv(gym.Env):
             -1.0, 1.0, (obs_size(self.window, self.n_dev, self.run_window, observation),),
             np.float32)
         self.sim: Simulator | None = None
+        self._ended_episode = False
         self._own_sim = False  # self.sim was made by reset (not attached from outside)
         k, r = self.window, max(self.run_window, 1)
         self._es = EnvState(
@@ -207,6 +209,7 @@ class HetClusterEnv(gym.Env):
         self._bind()
         self.steps = 0
         self._stuck = False
+        self._ended_episode = False
 
     def _swap_sim(self, sim: Simulator) -> None:
         """Step ``sim`` (an own simulator of this env's scenario) from now on; the bound
@@ -225,6 +228,7 @@ class HetClusterEnv(gym.Env):
         self._ep.inv_best[:] = self.reward.reset(self.sim)
         self.steps = 0
         self._stuck = False
+        self._ended_episode = False
 
     _UNPICKLED = ("_decide", "_act", "_refresh", "_binder", "_bound_state", "_kep", "_kes")
 
@@ -286,6 +290,8 @@ class HetClusterEnv(gym.Env):
         sim = self.sim
         if sim is None:
             raise RuntimeError("call reset() before step()")
+        if self._ended_episode:
+            raise RuntimeError(ENDED)
         a = self._check_action(action)
         self.steps += 1
         invalid = not self._mask[a]
@@ -298,6 +304,7 @@ class HetClusterEnv(gym.Env):
         info["invalid_action"] = invalid
         if terminated or truncated:
             info["episode_metrics"] = summarize(sim)
+            self._ended_episode = True
         return self._obs.copy(), reward, terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:

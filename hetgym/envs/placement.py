@@ -83,6 +83,7 @@ class HetClusterPlacementEnv(DecisionEnv):
     where nothing was decided and nothing is left to arrive (as :func:`hetgym.simulate`
     ends such a run); truncation adds ``HetCluster-v0``'s truncation charge. The final
     step's info has ``episode_metrics`` (:func:`hetgym.metrics.summarize`).
+    Once an episode has ended, ``step`` raises ``RuntimeError`` until ``reset``.
 
     ## Arguments
     ``scenario`` (default ``topo-sim``), ``scenario_kwargs``, ``window`` (K, 8),

@@ -70,6 +70,7 @@ class HetClusterRoundsEnv(DecisionEnv):
     when every job is done; truncated with the truncation charge after ``max_steps``, at
     the horizon, when no event is left, or at an idle round boundary where nothing was
     decided and nothing is left to arrive; ``episode_metrics`` in the final info).
+    Once an episode has ended, ``step`` raises ``RuntimeError`` until ``reset``.
 
     ## Arguments
     ``scenario`` (``hadar-sim``), ``scenario_kwargs``, ``window`` (K, 32), ``n_jobs``

@@ -333,22 +333,37 @@ class Simulator(SimulatorDecisions):
         """No resource over-allocated and the books balance (raises InvariantError)."""
         ns, nd, jb, js = self.ns, self.nodes, self.jobs, self.js
         tol = 1e-6
-        if (ns.free_gpus < 0).any() or (ns.free_cpus < -tol).any() or (ns.free_mem < -tol).any():
-            raise InvariantError(f"over-allocation at t={self.now}")
+        for what, free, total in (("GPUs", ns.free_gpus, nd.gpus), ("CPU cores", ns.free_cpus, nd.cpus),
+                                  ("memory", ns.free_mem, nd.mem)):
+            if (free < -tol).any() or (free > total + tol).any():
+                n = int(np.flatnonzero((free < -tol) | (free > total + tol))[0])
+                raise InvariantError(f"over-allocation of {what} on node {n} at t={self.now}: "
+                                     f"{free[n]} free of {total[n]}")
         used_g = np.zeros_like(ns.free_gpus)
         used_c = np.zeros_like(ns.free_cpus)
+        used_m = np.zeros_like(ns.free_mem)
+        own_cpus = self.scenario.workload.frame["cpus"].to_numpy(dtype=np.float64)
+        if self.rows is not None:
+            own_cpus = own_cpus[self.rows]
         for j in self.running_jobs().tolist():
             w = int(js.nworkers[j])
             for n, g in zip(js.worker_node[j, :w].tolist(), js.worker_gpu[j, :w].tolist()):
                 used_c[n] += jb.cpus_need[j, nd.dev[n]]
+                used_m[n] += jb.mem[j]
                 if g >= 0:
                     used_g[n] += 1
                     if ns.gpu_owner[n, g] != j:
                         raise InvariantError(f"GPU {n}:{g} of job {j} owned by {ns.gpu_owner[n, g]}")
+                elif not jb.cpus_need[j, nd.dev[n]] > 0 and own_cpus[j] > 0:
+                    # whatever the options say a CPU slot is, a job that needs cores holds some
+                    raise InvariantError(f"job {j} (cpus={own_cpus[j]}) has a worker on CPU node {n} "
+                                         f"holding {jb.cpus_need[j, nd.dev[n]]} cores at t={self.now}")
         if not np.array_equal(used_g + ns.free_gpus, nd.gpus):
             raise InvariantError(f"GPU books do not balance at t={self.now}")
         if not np.allclose(used_c + ns.free_cpus, nd.cpus, atol=tol):
             raise InvariantError(f"CPU books do not balance at t={self.now}")
+        if not np.allclose(used_m + ns.free_mem, nd.mem, atol=tol * max(1.0, float(nd.mem.max(initial=1.0)))):
+            raise InvariantError(f"memory books do not balance at t={self.now}")
 
     def check_final(self) -> None:
         """End-of-run invariants: every job done exactly once, work conserved, all free."""

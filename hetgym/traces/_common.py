@@ -4,7 +4,8 @@ job-type draws and the final step that turns a trace table into a canonical job 
 from __future__ import annotations
 
 import functools
-from typing import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -28,6 +29,23 @@ JobTypes = Sequence[str] | Mapping[str, float] | None
 
 
 @functools.lru_cache(maxsize=1)
+def named_decode_errors(read: Callable[..., Any]) -> Callable[..., Any]:
+    """Decorate a reader whose first argument is a file path: a file that is not UTF-8 text
+    raises ``ValueError`` naming the file, the byte offset and the expected encoding (a
+    UTF-8 byte-order mark is accepted: the readers open files as ``utf-8-sig``)."""
+
+    @functools.wraps(read)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return read(*args, **kwargs)
+        except UnicodeDecodeError as e:
+            path = args[0] if args else kwargs.get("path", "packaged file")
+            raise ValueError(f"{Path(str(path))}: byte {e.start} is not UTF-8 ({e.reason}); expected a UTF-8 "
+                             "text file (re-encode it, e.g. iconv -f latin1 -t utf-8)") from None
+
+    return wrapped
+
+
 def _gavel_model() -> ThroughputModel:
     return ThroughputModel.gavel()
 
@@ -194,6 +212,7 @@ def finish(
     rng: np.random.Generator,
     cpu_speedup: SpeedupSampler | None = None,
     duration_device: str | None = None,
+    unique_ids: bool = False,
 ) -> pd.DataFrame:
     """Turn a trace table into a validated canonical job table.
 
@@ -204,9 +223,19 @@ def finish(
     rebased so the first job arrives at 0; rows are sorted by (arrival, file order) and
     numbered ``job_id = 0..n-1``.
 
+    With ``unique_ids`` (traces whose rows are jobs), a ``trace_id`` seen twice is an error.
+
     Raises:
-        ValueError: no job left, or the table fails :meth:`Workload.from_frame`.
+        ValueError: no job left, a repeated ``trace_id`` (``unique_ids``), or the table
+            fails :meth:`Workload.from_frame`.
     """
+    if unique_ids and "trace_id" in df.columns:
+        dup = df["trace_id"].astype(str).duplicated(keep=False).to_numpy()
+        if dup.any():
+            first = df["trace_id"].astype(str).to_numpy()[dup][0]
+            n = int((df["trace_id"].astype(str) == first).sum())
+            raise ValueError(f"{source}: job id {first!r} appears {n} times; expected each job once "
+                             f"({int(dup.sum())} rows share an id)")
     report.rows_kept = len(df)
     if len(df) == 0:
         raise ValueError(f"{source}: no job left after filtering ({report})")

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from hetgym.throughput import ThroughputModel
-from hetgym.traces._common import (
+from hetgym.traces._common import (named_decode_errors,
     DEFAULT_CPUS,
     DEFAULT_MEM_GB,
     SpeedupSampler,
@@ -57,6 +57,7 @@ def packaged_gavel_dir() -> Path:
     return Path(str(resources.files("hetgym").joinpath("data/gavel/msr-philly-seed0")))
 
 
+@named_decode_errors
 def read_gavel_trace(path: str | Path) -> pd.DataFrame:
     """Read a ``.trace`` file into a raw table (strings), one row a job.
 
@@ -70,7 +71,7 @@ def read_gavel_trace(path: str | Path) -> pd.DataFrame:
     rows: list[list[str]] = []
     lines: list[int] = []
     width = None
-    with path.open("r", encoding="utf-8") as fh:
+    with path.open("r", encoding="utf-8-sig") as fh:
         for lineno, line in enumerate(fh, start=1):
             line = line.rstrip("\r\n")
             if not line.strip():

@@ -40,7 +40,7 @@ import pandas as pd
 
 from hetgym.specs import NodeSpec
 from hetgym.throughput import ThroughputModel
-from hetgym.traces._common import (
+from hetgym.traces._common import (named_decode_errors,
     DEFAULT_CPUS, DEFAULT_MEM_GB, JobTypes, SpeedupSampler, check_on_bad, device_keys,
     draw_job_types, drop_rows, finish, make_rng, model_or_default, parse_numbers,
 )
@@ -68,7 +68,7 @@ def packaged_google2011_dir() -> Path:
 
 
 def _open(path: Path):
-    return gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else path.open("r", encoding="utf-8")
+    return gzip.open(path, "rt", encoding="utf-8-sig") if path.suffix == ".gz" else path.open("r", encoding="utf-8-sig")
 
 
 def _parts(path: Path | Sequence[str | Path], sub: str, max_parts: int | None) -> list[Path]:
@@ -89,6 +89,7 @@ def _parts(path: Path | Sequence[str | Path], sub: str, max_parts: int | None) -
     return files[:max_parts] if max_parts else files
 
 
+@named_decode_errors
 def _read_csv_part(path: Path, names: Sequence[str], use: Sequence[str], required: Sequence[str],
                    on_bad: str, report: LoadReport | None) -> pd.DataFrame:
     """Read one headerless shard; numbers parsed with file/line/column in any error."""
@@ -100,7 +101,7 @@ def _read_csv_part(path: Path, names: Sequence[str], use: Sequence[str], require
     idx = [names.index(c) for c in use]
     num = [c for c in use if c != "user"]
     try:  # fast path: the C parser; on failure re-read as text to name the bad cell
-        raw = pd.read_csv(path, header=None, names=list(names), usecols=idx,
+        raw = pd.read_csv(path, encoding="utf-8-sig", header=None, names=list(names), usecols=idx,
                           dtype={c: ("float64" if c in num else str) for c in use}, na_filter=True,
                           keep_default_na=False, na_values=[""])
         if "user" in use:
@@ -110,7 +111,7 @@ def _read_csv_part(path: Path, names: Sequence[str], use: Sequence[str], require
             return raw[list(use)]
     except ValueError:
         pass
-    raw = pd.read_csv(path, header=None, names=list(names), usecols=idx, dtype=str, keep_default_na=False)
+    raw = pd.read_csv(path, encoding="utf-8-sig", header=None, names=list(names), usecols=idx, dtype=str, keep_default_na=False)
     rows = [f"line {i + 1}" for i in range(len(raw))]
     out = pd.DataFrame({"user": raw["user"]} if "user" in use else {})
     bad_any = np.zeros(len(raw), dtype=bool)
@@ -286,6 +287,7 @@ def load_google2011(
     return out, report
 
 
+@named_decode_errors
 def _read_2019(path: Path, fields: Sequence[str], on_bad: str) -> pd.DataFrame:
     """Read a v3 export (JSON lines or CSV) into a frame of ``fields`` (flattened)."""
     name = path.name.lower()
@@ -305,7 +307,7 @@ def _read_2019(path: Path, fields: Sequence[str], on_bad: str) -> pd.DataFrame:
                 recs.append({f: obj.get(f) for f in fields} | {"_line": lineno})
         raw = pd.DataFrame.from_records(recs, columns=list(fields) + ["_line"])
     else:
-        raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+        raw = pd.read_csv(path, encoding="utf-8-sig", dtype=str, keep_default_na=False)
         raw = raw.rename(columns={"resource_request_cpus": "resource_request.cpus",
                                   "resource_request_memory": "resource_request.memory"})
         for f in fields:

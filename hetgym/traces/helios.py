@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from hetgym.throughput import ThroughputModel
-from hetgym.traces._common import (
+from hetgym.traces._common import (named_decode_errors,
     DEFAULT_CPUS, DEFAULT_MEM_GB, JobTypes, SpeedupSampler, check_on_bad, device_keys,
     draw_job_types, drop_rows, finish, gpu_key, make_rng, model_or_default, parse_numbers,
     parse_times, require_columns,
@@ -39,6 +39,7 @@ REQUIRED = ("job_id", "user", "vc", "gpu_num", "state", "submit_time")
 HELIOS_TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
 
 
+@named_decode_errors
 def load_helios(
     path: str | Path,
     *,
@@ -92,7 +93,7 @@ def load_helios(
     devs = device_keys(devices)
     ref = gpu_key(gpu_type)
     gen = make_rng(rng, seed)
-    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    raw = pd.read_csv(path, encoding="utf-8-sig", dtype=str, keep_default_na=False)
     raw.columns = [str(c).strip() for c in raw.columns]
     require_columns(list(raw.columns), REQUIRED, path, "HeliosData cluster_log.csv")
     if "duration" not in raw.columns and not {"start_time", "end_time"} <= set(raw.columns):
@@ -144,5 +145,5 @@ def load_helios(
     })
     out["job_type"] = draw_job_types(gen, len(out), model, job_types)
     frame = finish(out, source=str(path), report=report, devices=devs, throughput=model, rng=gen,
-                   cpu_speedup=cpu_speedup, duration_device=ref)
+                   cpu_speedup=cpu_speedup, duration_device=ref, unique_ids=True)
     return frame, report

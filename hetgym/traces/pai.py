@@ -32,7 +32,7 @@ import pandas as pd
 
 from hetgym.devices import get_device
 from hetgym.throughput import ThroughputModel
-from hetgym.traces._common import (
+from hetgym.traces._common import (named_decode_errors,
     DEFAULT_CPUS, DEFAULT_MEM_GB, JobTypes, SpeedupSampler, check_on_bad, device_keys,
     draw_job_types, drop_rows, finish, make_rng, model_or_default, parse_numbers,
 )
@@ -47,8 +47,9 @@ PAI_GPU_TYPES: dict[str, str] = {"V100": "v100", "V100M32": "v100", "P100": "p10
 DEFAULT_PAI_DEVICES = ("k80", "p100", "v100", "t4")
 
 
+@named_decode_errors
 def _read(path: Path, columns: Sequence[str]) -> pd.DataFrame:
-    raw = pd.read_csv(path, header=None, dtype=str, keep_default_na=False)
+    raw = pd.read_csv(path, encoding="utf-8-sig", header=None, dtype=str, keep_default_na=False)
     if raw.shape[1] != len(columns):
         raise ValueError(f"{path}: {raw.shape[1]} columns; expected {len(columns)} (no header): "
                          f"{list(columns)}")

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from hetgym.throughput import ThroughputModel
-from hetgym.traces._common import (
+from hetgym.traces._common import (named_decode_errors,
     DEFAULT_CPUS,
     DEFAULT_MEM_GB,
     JobTypes,
@@ -59,8 +59,9 @@ def packaged_philly_csv() -> Path:
         "data/traces/philly/philly_vc_jobs_from_gavel_msr_traces.csv")))
 
 
+@named_decode_errors
 def _read_jobs(path: Path) -> list[Any]:
-    with path.open("r", encoding="utf-8") as fh:
+    with path.open("r", encoding="utf-8-sig") as fh:
         try:
             data = json.load(fh)
         except json.JSONDecodeError as exc:
@@ -207,7 +208,7 @@ def load_philly(
     })
     out["job_type"] = draw_job_types(gen, len(out), model, job_types)
     frame = finish(out, source=str(path), report=report, devices=devs, throughput=model, rng=gen,
-                   cpu_speedup=cpu_speedup, duration_device=ref)
+                   cpu_speedup=cpu_speedup, duration_device=ref, unique_ids=True)
     return frame, report
 
 
@@ -216,6 +217,7 @@ def _blank_mask(values: pd.Series) -> np.ndarray:
     return (s.isna() | s.map(lambda v: isinstance(v, str) and v.strip() in ("", "None", "null"))).to_numpy(bool)
 
 
+@named_decode_errors
 def load_philly_derived(
     path: str | Path | None = None,
     *,
@@ -253,7 +255,7 @@ def load_philly_derived(
     devs = device_keys(devices)
     ref = gpu_key(gpu_type)
     gen = make_rng(rng, seed)
-    raw = pd.read_csv(path, dtype=str, keep_default_na=False)
+    raw = pd.read_csv(path, encoding="utf-8-sig", dtype=str, keep_default_na=False)
     require_columns(list(raw.columns), ["vc", "arrival_time_s", "num_gpus", "duration_s"], path)
     report = LoadReport(source=str(path), rows_read=len(raw))
     rows = [f"line {i + 2}" for i in range(len(raw))]
@@ -274,6 +276,12 @@ def load_philly_derived(
     if vcs is not None:
         df = drop_rows(df, ~df["vc"].isin(set(vcs)).to_numpy(), "vc_not_selected", report)
     df = drop_rows(df, ~(df["gpus"] >= 1).to_numpy(), "no_gpu", report)
+    frac = (df["gpus"] != np.round(df["gpus"])).to_numpy()
+    if frac.any() and on_bad == "raise":
+        i = int(np.flatnonzero(frac)[0])
+        raise ValueError(f"{path}: {rows[int(df.index[i])]}: column 'num_gpus' is {df['gpus'].iloc[i]}; "
+                         "expected a whole number of GPUs (workers)")
+    df = drop_rows(df, frac, "fractional_gpus", report)
     df = drop_rows(df, (df["duration"] < 0).to_numpy(), "negative_duration", report)
     df = drop_rows(df, (df["duration"] == 0).to_numpy(), "zero_duration", report)
     out = pd.DataFrame({
@@ -284,5 +292,5 @@ def load_philly_derived(
     })
     out["job_type"] = draw_job_types(gen, len(out), model, job_types)
     frame = finish(out, source=str(path), report=report, devices=devs, throughput=model, rng=gen,
-                   cpu_speedup=cpu_speedup, duration_device=ref)
+                   cpu_speedup=cpu_speedup, duration_device=ref, unique_ids=True)
     return frame, report

@@ -76,7 +76,7 @@ def test_shipped_residual_policies(name, base):
 
     c = card(name)
     assert c["algo"] == "residual" and c["residual"]["base"] == base
-    d = torch.load(model_path(name), map_location="cpu", weights_only=False)
+    d = torch.load(model_path(name), map_location="cpu", weights_only=True)
     assert d["env"] == c["env"] and float(d["tau"]) == float(c["tau"]) and d["residual"] == c["residual"]
     sc = scenarios.get(name, n_jobs=32, seed=3, **c["scenario_kwargs"])
     assert [str(x) for x in sc.cluster.device_types] == c["devices"]

@@ -152,11 +152,16 @@ def test_reset_in_place_gives_the_run_of_a_fresh_simulator() -> None:
     env.reset(seed=0)
     rng = np.random.default_rng(1)
     reused = 0
+    ended = False
     for seed in range(1, 9):
         before = env.sim
         for _ in range(int(rng.integers(3, 30))):  # leave some state behind
-            env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+            if ended:  # an ended episode refuses step until reset
+                break
+            _, _, term, trunc, _ = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+            ended = term or trunc
         obs, _ = env.reset(seed=seed)
+        ended = False
         reused += env.sim is before
         fresh = gym.make("HetCluster-v0", **SMALL).unwrapped
         obs2, _ = fresh.reset(seed=seed)
@@ -174,7 +179,8 @@ def test_reset_in_place_gives_the_run_of_a_fresh_simulator() -> None:
             o2, r2, t2, u2, _ = fresh.step(a)
             np.testing.assert_array_equal(o1, o2)
             assert (r1, t1, u1) == (r2, t2, u2)
-            if t1 or u1:
+            ended = t1 or u1
+            if ended:
                 break
     assert reused >= 3
 
