@@ -3,7 +3,7 @@
 ``python -m hetgym.compare`` runs the default set of schedulers (``DEFAULT_SCHEDULERS``;
 ``--schedulers all`` runs every plug-in of :mod:`hetgym.schedulers`) on the default
 scenario over a few seeds, shows a progress bar, and prints the table (mean +- std over
-seeds), best ``jct_over_best`` first, times in a readable unit named in each column header.
+seeds), best ``jct_over_best`` first, times in one readable unit per table named in each column header.
 Arguments are checked before anything runs. See ``--help``.
 
 The windows of a trace differ between seeds (on the default scenario their jobs' mean
@@ -136,21 +136,24 @@ def format_table(agg: pd.DataFrame, metrics: Sequence[str] = DEFAULT_METRICS,
     """Markdown table 'mean +- std' per scheduler and metric, in the order of ``agg``.
 
     With ``units`` (default) every time metric (:data:`hetgym.metrics.TIME_METRICS`,
-    seconds in ``agg``) is shown in one readable unit per column (s, min, h or days,
-    picked by :func:`hetgym.metrics.time_unit` from the column's largest mean) named in
-    its header, e.g. ``avg JCT (h)``; energy is labelled kWh and decision times ms.
+    seconds in ``agg``) is shown in the table's one time unit (s, min, h or days, picked
+    by :func:`hetgym.metrics.table_time_unit` from the rows' average JCTs, or from the
+    means of the time columns shown when ``agg`` has no ``avg_jct_mean``) named in each
+    header, e.g. ``avg JCT (h)``; energy is labelled kWh and decision times ms.
     ``units=False`` prints the raw values under the metric names. A scheduler with a
     stalled run is marked ``*`` (footnote under the table).
     """
-    from hetgym.metrics import METRIC_UNITS, TIME_METRICS, time_unit
+    from hetgym.metrics import METRIC_UNITS, TIME_METRICS, table_time_unit
 
     metrics = [m for m in metrics if f"{m}_mean" in agg.columns]
+    shown = [m for m in metrics if m in TIME_METRICS]
+    basis = ["avg_jct"] if "avg_jct_mean" in agg.columns else shown
+    t_unit, t_size = table_time_unit(agg[[f"{m}_mean" for m in basis]].to_numpy()) if basis else ("", 1.0)
     scale, names = {}, []
     for m in metrics:
         unit, size = "", 1.0
         if units and m in TIME_METRICS:
-            col = agg[f"{m}_mean"].abs()
-            unit, size = time_unit(float(col.max()) if col.notna().any() else float("nan"))
+            unit, size = t_unit, t_size
         elif units:
             unit = METRIC_UNITS.get(m, "")
         scale[m] = size

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Sized
 from typing import Any, Protocol, Sequence
 
+from hetgym.compile_log import kernel_loads
 from hetgym.decisions import Cadence, Decision
 
 __all__ = ["DecisionPoints", "Driven", "ask_wakeup", "decide_once", "drive"]
@@ -139,7 +140,8 @@ def drive(sim: Driven, view: Any, scheduler: Any, cadence: Cadence, *,
           after_point: Callable[[], None] | None = None,
           fast_path: bool = True) -> list[float]:
     """Run ``sim`` to its end with ``scheduler`` (already reset, its first wake-up asked)
-    by the module's rules; the seconds each decision took.
+    by the module's rules; the seconds each warm decision took (calls during which Numba compiled or loaded a
+    kernel are left out).
 
     Args:
         sim: The simulator (built with the cadence's round length).
@@ -153,8 +155,10 @@ def drive(sim: Driven, view: Any, scheduler: Any, cadence: Cadence, *,
     points = DecisionPoints(sim, cadence.every_instant, advance)
     times: list[float] = []
     while points.next():
+        loads = kernel_loads()
         decided, took = decide_once(sim, view, scheduler, cadence, fast_path)
-        times.append(took)
+        if kernel_loads() == loads:  # warm calls only: none compiled or loaded a kernel
+            times.append(took)
         if points.idle_end(decided):
             break
         ask_wakeup(sim, view, scheduler, cadence)

@@ -21,7 +21,8 @@ Definitions:
 * ``jain_fairness``: Jain's index over users of their mean slowdown.
 * ``user_progress_std``: AlloX-style, standard deviation over users of their
   mean progress, a job's progress being best-device duration / jct (in (0, 1]).
-* ``decision_time_p50/p99``: wall-clock milliseconds per ``decide`` call.
+* ``decision_time_p50/p99``: wall-clock milliseconds per ``decide`` call, after warm-up:
+  calls during which Numba compiled or loaded a kernel are left out (:func:`hetgym.simulate`).
 * ``util_gpu``: busy GPU-seconds of all GPU types / (all GPUs x makespan), every copy of
   a forked job counted (M11).
 * ``cru``: cluster resource utilisation (HadarE §V-C): seconds during which a GPU node
@@ -42,7 +43,7 @@ every job finished; the truncation time otherwise).
   exceeds ``SimOptions.slo_slack`` (1.05), TOPO-AWARE's SLO (assumption A-T6).
 
 Units: every time (``jct``, ``wait``, ``makespan``, ...) is in **seconds**, energy in
-kWh, decision times in ms. Tables convert times to a readable unit (:func:`time_unit`).
+kWh, decision times in ms. Tables convert times to one readable unit per table (:func:`table_time_unit`).
 """
 
 from __future__ import annotations
@@ -59,7 +60,8 @@ from hetgym.sim.state import CTR_SEG, best_durations
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.engine import Simulator
 
-__all__ = ["Result", "job_table", "summarize", "jain_index", "time_unit", "format_duration",
+__all__ = ["Result", "job_table", "summarize", "jain_index", "time_unit", "table_time_unit",
+           "format_duration",
            "TIME_METRICS", "METRIC_UNITS", "placement_metrics", "gpu_util_series",
            "time_fraction_at_least", "gpu_seconds"]
 
@@ -387,6 +389,17 @@ def time_unit(seconds: float) -> tuple[str, float]:
         if x < below:
             return name, size
     return "days", 86400.0  # pragma: no cover (the last bound is inf)
+
+
+def table_time_unit(seconds: Any) -> tuple[str, float]:
+    """The one time unit of a printed table: :func:`time_unit` of the median of the finite
+    values of ``seconds`` (a table passes the average JCTs of its rows, the scale of its
+    scenario's jobs; hours when none is finite). Every table of the project (comparison,
+    sweep report, training and evaluation tables) and the learning curve's axis use it
+    for all their time columns, so one table has one time unit, named in each header."""
+    x = np.asarray(seconds, dtype=float).ravel()
+    x = x[np.isfinite(x)]
+    return time_unit(float(np.median(np.abs(x))) if len(x) else float("nan"))
 
 
 def format_duration(seconds: float, digits: int = 3) -> str:

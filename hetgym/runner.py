@@ -36,7 +36,9 @@ def simulate(scenario: Scenario, scheduler: Any, seed: int = 0, *,
     is called instead: it carries out what ``decide`` would return (the same decisions,
     in the same order, e.g. through :meth:`~hetgym.sim.engine.Simulator.apply_plan`) and
     returns how many decisions that were (its time counts as decision time).
-    Instants at which no job waits are not decision points unless the cadence sets
+    Decision times (``decision_time_p50/p99``) leave out the calls during which Numba
+    compiled or loaded a kernel (:func:`hetgym.compile_log.kernel_loads`): they time warm
+    calls. Instants at which no job waits are not decision points unless the cadence sets
     ``call_when_queue_empty`` or asks for rounds (``round_length``).
     With ``Cadence.wakeups`` the scheduler's ``next_wakeup(view)`` is asked after every
     decision for a time at which it wants a decision point (a float later than now, or

@@ -30,6 +30,7 @@ from numba.experimental import structref
 from numba.experimental.jitclass.base import imp_dtor
 from numba.extending import intrinsic
 
+from hetgym.compile_log import install_notice
 from hetgym.sim.numba_start import load_registries
 from hetgym.sim.state import (
     JobArrays,
@@ -264,5 +265,6 @@ def mirror(params: Params, state: State) -> Mirror:
     """The structref mirror of ``(params, state)`` (same arrays, no copies); ``P`` is a
     :data:`PlainParamsK` when the run has no interference, else a :data:`ParamsK`."""
     load_registries()  # the first compiled call of a run: Numba's start without scipy.linalg
+    install_notice()  # a compile announces itself (hetgym.compile_log)
     kp, kpp, *rest = _mirror_nb(params, state)
     return Mirror(kpp if params.opts.interf_mode == 0 else kp, *rest)
