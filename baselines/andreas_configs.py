@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from hetgym.sim.rules import EPS
+
 __all__ = ["config_table_nb", "current_configs_nb", "pinned_nodes_nb", "rem_moved_nb"]
 
 
@@ -28,7 +30,7 @@ def rem_moved_nb(rem, work, ckpt):
     if ckpt <= 0.0:
         return rem
     done = work - rem
-    kept = np.floor(done / ckpt + 1e-9 * max(1.0, done / ckpt)) * ckpt
+    kept = np.floor(done / ckpt + EPS * max(1.0, done / ckpt)) * ckpt
     return max(rem, work - kept)
 
 
@@ -65,7 +67,7 @@ def config_table_nb(jobs, remaining, work, ckpt, first_start, restart_delay, tpu
                 continue
             hi = min(max_w[j], cls_gpus[k])
             for g in range(min_w[j], hi + 1):
-                if g * cpus[j, d] > cls_cpus[k] + 1e-9 or g * mem[j] > cls_mem[k] + 1e-9:
+                if g * cpus[j, d] > cls_cpus[k] + EPS or g * mem[j] > cls_mem[k] + EPS:
                     continue
                 rate = g * tp * g ** (scale_exp[j] - 1.0)
                 if k == cur_cls[i] and g == cur_g[i]:

@@ -25,6 +25,7 @@ import numpy as np
 from baselines.andreas_configs import config_table_nb, current_configs_nb
 from hetgym.decisions import Decision, Move, Placement, Preempt, Start
 from hetgym.sim.codes import GRACE, RUNNING
+from hetgym.sim.rules import EPS
 
 __all__ = [
     "ConfigTable",
@@ -38,8 +39,6 @@ __all__ = [
     "start_outside_model",
     "take_gpus",
 ]
-
-EPS = 1e-9
 
 
 def eur_per_joule(view) -> float:

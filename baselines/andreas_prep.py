@@ -25,10 +25,9 @@ from baselines.andreas_configs import (
     current_configs_nb,
     pinned_nodes_nb,
 )
+from hetgym.sim.rules import EPS
 
 __all__ = ["plan_tables_nb", "start_walk_nb"]
-
-EPS = 1e-9  # the simulator's tolerance on cores and memory (baselines.andreas_parts.EPS)
 
 
 @njit(cache=True, inline="always")

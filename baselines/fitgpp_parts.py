@@ -20,11 +20,11 @@ import numpy as np
 from baselines.parts import DeviceChoice, GreedyAdmission
 from hetgym.decisions import Placement, Start
 from hetgym.sim.codes import JobClass, JobStatus, PlacementPolicy
+from hetgym.sim.rules import EPS
 from hetgym.sim.view import CapacityModel, View
 
 __all__ = ["ClassPriority", "PackPlacement", "PlacedAdmission"]
 
-EPS = 1e-9
 _QUEUED = int(JobStatus.QUEUED)
 
 

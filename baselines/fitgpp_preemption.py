@@ -17,8 +17,9 @@ from typing import Protocol
 
 import numpy as np
 
-from baselines.fitgpp_parts import EPS, PackPlacement
+from baselines.fitgpp_parts import PackPlacement
 from hetgym.sim.codes import JobClass, JobStatus
+from hetgym.sim.rules import EPS
 from hetgym.sim.view import CapacityModel, View
 
 __all__ = [

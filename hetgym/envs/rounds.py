@@ -14,6 +14,7 @@ from hetgym.envs.candidates import own_on_nodes
 from hetgym.envs.decision_base import DecisionEnv
 from hetgym.envs.features import SCALE, Feature
 from hetgym.sim.codes import DONE, FUTURE, GRACE, QUEUED, RUNNING
+from hetgym.sim.rules import EPS
 from hetgym.specs import Scenario
 
 __all__ = ["HetClusterRoundsEnv"]
@@ -159,8 +160,8 @@ class HetClusterRoundsEnv(DecisionEnv):
                 earlier.add(n)  # servers of the copies already complete
         need_c = (used + 1) * jb.cpus_need[j, nd.dev]
         need_m = (used + 1) * jb.mem[j]
-        room = ((jb.tput[j, nd.dev] > 0) & (need_c <= sim.ns.free_cpus + oc + 1e-9)
-                & (need_m <= sim.ns.free_mem + om + 1e-9))
+        room = ((jb.tput[j, nd.dev] > 0) & (need_c <= sim.ns.free_cpus + oc + EPS)
+                & (need_m <= sim.ns.free_mem + om + EPS))
         if earlier:
             room[list(earlier)] = False
         out &= room[:, None]

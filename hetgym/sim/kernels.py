@@ -32,7 +32,6 @@ import numpy as np
 from numba import njit
 
 from hetgym.sim.kernels_fit import (
-    EPS,
     fits_arrays_nb,
     fits_nb,
     mask_fill_nb,
@@ -62,6 +61,7 @@ from hetgym.sim.kernels_queue import (
     queue_push_nb,
     queue_remove_nb,
 )
+from hetgym.sim.rules import EPS
 
 __all__ = [
     "EPS",

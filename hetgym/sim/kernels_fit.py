@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-EPS = 1e-9
+from hetgym.sim.rules import EPS
 
 
 @njit(cache=True, inline="always")

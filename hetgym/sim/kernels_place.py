@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hetgym.sim.kernels_fit import EPS, may_fit_nb, slots_free_nb
+from hetgym.sim.kernels_fit import may_fit_nb, slots_free_nb
+from hetgym.sim.rules import EPS
 
 #: Scratch rows of ``run.scr_i``.
 SCR_SLOTS, SCR_TAKE, SCR_ORDER = 0, 1, 2

@@ -18,6 +18,7 @@ from hetgym.sim import kernels as K
 from hetgym.sim.interference import interfered_rate_nb
 from hetgym.sim.codes import GRACE, RUNNING
 from hetgym.sim.dispatch import entry
+from hetgym.sim.rules import EPS
 from hetgym.sim.state import NodeState
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -218,7 +219,7 @@ class View:
         if L <= 0:
             return False
         k = round(self.now / L)
-        return abs(self.now - k * L) <= 1e-9 * L
+        return abs(self.now - k * L) <= EPS * L
 
     @property
     def round_index(self) -> int:
@@ -228,7 +229,7 @@ class View:
         if L <= 0:
             return -1
         k = round(self.now / L)
-        return int(k) if abs(self.now - k * L) <= 1e-9 * L else int(self.now // L)
+        return int(k) if abs(self.now - k * L) <= EPS * L else int(self.now // L)
 
     def jobs_on_node(self, node: int) -> np.ndarray:
         """Jobs holding at least one worker on ``node`` (in start order)."""
