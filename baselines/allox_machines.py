@@ -30,7 +30,7 @@ import numpy as np
 from baselines.kernels import pairs_admit_nb
 from hetgym.decisions import Placement, Start
 from hetgym.sim.dispatch import entry
-from hetgym.sim.rules import EPS
+from hetgym.sim.rules import EPS, slots
 from hetgym.sim.view import CapacityModel, View
 
 __all__ = [
@@ -109,9 +109,9 @@ def slots_per_device(view: View, free: bool = False, cap: CapacityModel | None =
             else:
                 per = np.full(len(n_cpu), np.inf)
                 if not np.isinf(s):
-                    per = np.minimum(per, np.floor(n_cpu / s + EPS))
+                    per = np.minimum(per, slots(n_cpu, s))
                 if not np.isinf(sm):
-                    per = np.minimum(per, np.floor(n_mem / sm + EPS))
+                    per = np.minimum(per, slots(n_mem, sm))
             out[d] = int(per.sum())
         else:
             out[d] = int(np.asarray(gpus)[m].sum())

@@ -25,7 +25,7 @@ from baselines.andreas_configs import (
     current_configs_nb,
     pinned_nodes_nb,
 )
-from hetgym.sim.rules import EPS
+from hetgym.sim.rules import covers_nb
 
 __all__ = ["plan_tables_nb", "start_walk_nb"]
 
@@ -261,7 +261,7 @@ def _node_fits_nb(g, cores, mem, free_g, free_c, free_m):
     """Whether g workers, each needing ``cores`` and ``mem``, fit a node with ``free_g``
     GPUs, ``free_c`` cores and ``free_m`` memory free (the rule of
     :func:`~baselines.andreas_parts.fits_node` and ``may_fit``, on scalars)."""
-    return free_g >= g and g * cores <= free_c + EPS and g * mem <= free_m + EPS
+    return free_g >= g and covers_nb(free_c, g * cores) and covers_nb(free_m, g * mem)
 
 
 @njit(cache=True)

@@ -25,7 +25,7 @@ from baselines.parts import (
 )
 from hetgym.decisions import Decision, Placement, Preempt, Start
 from hetgym.sim.codes import JobStatus
-from hetgym.sim.rules import EPS
+from hetgym.sim.rules import covers
 
 if TYPE_CHECKING:  # pragma: no cover
     from baselines.srpt_plan import SRPTPlan
@@ -326,5 +326,5 @@ def _free_in(plan, view: View, job: int, nodes: np.ndarray, gpus: np.ndarray) ->
             return False
         need_c[n] = need_c.get(n, 0.0) + view.cpus_need[job, view.node_device[n]]
         need_m[n] = need_m.get(n, 0.0) + view.mem[job]
-    return all(plan.free_cpus[n] + EPS >= c for n, c in need_c.items()) and all(
-        plan.free_mem[n] + EPS >= m for n, m in need_m.items())
+    return all(covers(plan.free_cpus[n], c) for n, c in need_c.items()) and all(
+        covers(plan.free_mem[n], m) for n, m in need_m.items())

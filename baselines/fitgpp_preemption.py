@@ -19,7 +19,7 @@ import numpy as np
 
 from baselines.fitgpp_parts import PackPlacement
 from hetgym.sim.codes import JobClass, JobStatus
-from hetgym.sim.rules import EPS
+from hetgym.sim.rules import EPS, covers
 from hetgym.sim.view import CapacityModel, View
 
 __all__ = [
@@ -109,8 +109,8 @@ class FitGppVictim:
         need_m = wt * float(view.mem[te])
         need_g = np.where(cpu_node, 0.0, wt)
         allowed = np.isin(dev, np.asarray(devices, dtype=np.int64))
-        return (allowed & (need_c <= have_c + EPS) & (need_m <= have_m + EPS)
-                & (need_g <= have_g + EPS))
+        return (allowed & covers(have_c, need_c) & covers(have_m, need_m)
+                & covers(have_g, need_g))
 
     def pick(self, view: View, te: int, cands: np.ndarray, plan: CapacityModel,
              devices: list[int]) -> tuple[int, str]:

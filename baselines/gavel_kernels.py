@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hetgym.sim.rules import EPS
+from hetgym.sim.rules import covers_nb
 
 __all__ = ["assign_nb"]
 
@@ -60,7 +60,7 @@ def _fits(job, nodes, gpus, w, free, cpu, mem, node_dev, cpus_need, job_mem):
         for i2 in range(i, w):
             if nodes[i2] == n:
                 c += 1.0
-        if not (cpu[n] + EPS >= c * cpus_need[job, node_dev[n]] and mem[n] + EPS >= c * job_mem[job]):
+        if not (covers_nb(cpu[n], c * cpus_need[job, node_dev[n]]) and covers_nb(mem[n], c * job_mem[job])):
             return False
     return True
 
@@ -78,11 +78,11 @@ def _first(job, dev, w, cpu_type, of_type, free, nfree, type_free, cpu, mem, cpu
         if not cpu_type and nfree[n] == 0:
             continue
         cc, mm = cpu[n], mem[n]
-        if cc + EPS < c or mm + EPS < m:
+        if not (covers_nb(cc, c) and covers_nb(mm, m)):
             continue
         if cpu_type:
             for _ in range(w):
-                if got == w or cc + EPS < c or mm + EPS < m:
+                if got == w or not (covers_nb(cc, c) and covers_nb(mm, m)):
                     break
                 out_nodes[got] = n
                 out_gpus[got] = -1
@@ -93,7 +93,7 @@ def _first(job, dev, w, cpu_type, of_type, free, nfree, type_free, cpu, mem, cpu
             for g in range(free.shape[1]):
                 if not free[n, g]:
                     continue
-                if got == w or cc + EPS < c or mm + EPS < m:
+                if got == w or not (covers_nb(cc, c) and covers_nb(mm, m)):
                     break
                 out_nodes[got] = n
                 out_gpus[got] = g

@@ -36,7 +36,8 @@ from numba import njit
 
 from hetgym.sim.interference import interfered_rate_nb
 from hetgym.sim.kernels import same_pairs_nb
-from hetgym.sim.rules import EPS
+from hetgym.sim.rules import EPS, covers_nb
+from hetgym.sim.rules import slots_nb as unit_slots_nb
 
 __all__ = ["any_free_nb", "best_nb", "greedy_nb", "slots_nb", "take_nb"]
 
@@ -55,10 +56,10 @@ def slots_nb(j, st, jb, nd, nfree):
         s = _BIG if cpu_node[h] else float(nfg[h])
         need = cpus_need[j, node_dev[h]]
         if need > 0:
-            f = np.floor(cpus[h] / need + EPS)
+            f = unit_slots_nb(cpus[h], need)
             s = min(s, f)
         if m > 0:
-            f = np.floor(mem[h] / m + EPS)
+            f = unit_slots_nb(mem[h], m)
             s = min(s, f)
         nfree[h] = np.int64(s)
 
@@ -174,7 +175,7 @@ def _fits(j, w, p, st, jb, nd, cu):
             if cn[p + t] == n:
                 c += cpus_need[j, node_dev[n]]
         k = c / max(cpus_need[j, node_dev[n]], 1e-300)
-        if c > cpus[n] + EPS or k * m > mem[n] + EPS:
+        if not (covers_nb(cpus[n], c) and covers_nb(mem[n], k * m)):
             return False
     return True
 

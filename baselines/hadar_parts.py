@@ -18,7 +18,7 @@ import numpy as np
 
 from baselines.hadar_compiled import CompiledSearch
 from hetgym.decisions import Placement
-from hetgym.sim.rules import EPS
+from hetgym.sim.rules import EPS, covers, slots
 
 __all__ = [
     "Candidate",
@@ -62,10 +62,10 @@ class PlanState:
         need = np.asarray(view.cpus_need[j])[node_dev]
         s = np.where(self.cpu_node, 1 << 20, self.gpu.sum(axis=1))
         with np.errstate(divide="ignore", invalid="ignore"):
-            s = np.where(need > 0, np.minimum(s, np.floor(self.cpus / need + EPS)), s)
+            s = np.where(need > 0, np.minimum(s, slots(self.cpus, need)), s)
             m = float(view.mem[j])
             if m > 0:
-                s = np.minimum(s, np.floor(self.mem / m + EPS))
+                s = np.minimum(s, slots(self.mem, m))
         return s.astype(np.int64)
 
     def take(self, view, j: int, pl: Placement) -> PlanState:
@@ -257,7 +257,7 @@ class FindAlloc:
         m = float(v.mem[j])
         for n, c in need_c.items():
             k = c / max(float(v.cpus_need[j, self.node_dev[n]]), 1e-300)
-            if c > state.cpus[n] + EPS or k * m > state.mem[n] + EPS:
+            if not (covers(state.cpus[n], c) and covers(state.mem[n], k * m)):
                 return False
         return True
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from hetgym.decisions import Placement
 from hetgym.sim.codes import RUNNING
-from hetgym.sim.rules import EPS
+from hetgym.sim.rules import covers
 
 __all__ = ["Ledger", "at_limit", "preemptible"]
 
@@ -68,7 +68,7 @@ class Ledger:
             cpu[n] = cpu.get(n, 0.0) + float(v.cpus_need[job, self._nd[n]])
             mem[n] = mem.get(n, 0.0) + m
         free_c, free_m = cap.free_cpus, cap.free_mem
-        return all(c <= free_c[n] + EPS and mem[n] <= free_m[n] + EPS for n, c in cpu.items())
+        return all(covers(free_c[n], c) and covers(free_m[n], mem[n]) for n, c in cpu.items())
 
     def preempt(self, job: int) -> None:
         """Record a preemption: a job with no grace period gives its resources back now

@@ -22,7 +22,7 @@ from baselines.srpt_arrays import (
     _join_nb,
     _leave_nb,
 )
-from hetgym.sim.rules import EPS
+from hetgym.sim.rules import covers_nb
 from hetgym.sim.state import CTR_RUN
 
 __all__ = ["decide_nb", "rows_nb"]
@@ -229,7 +229,7 @@ def decide_nb(A, P, S, grace_code):
             if ok:
                 for q in range(w):
                     n = rnode[p, q]
-                    if free_cpus[n] + EPS < scr_f[0, n] or free_mem[n] + EPS < scr_f[1, n]:
+                    if not (covers_nb(free_cpus[n], scr_f[0, n]) and covers_nb(free_mem[n], scr_f[1, n])):
                         ok = False
                         break
             if ok:

@@ -14,7 +14,7 @@ from hetgym.envs.candidates import own_on_nodes
 from hetgym.envs.decision_base import DecisionEnv
 from hetgym.envs.features import SCALE, Feature
 from hetgym.sim.codes import DONE, FUTURE, GRACE, QUEUED, RUNNING
-from hetgym.sim.rules import EPS
+from hetgym.sim.rules import covers
 from hetgym.specs import Scenario
 
 __all__ = ["HetClusterRoundsEnv"]
@@ -160,8 +160,8 @@ class HetClusterRoundsEnv(DecisionEnv):
                 earlier.add(n)  # servers of the copies already complete
         need_c = (used + 1) * jb.cpus_need[j, nd.dev]
         need_m = (used + 1) * jb.mem[j]
-        room = ((jb.tput[j, nd.dev] > 0) & (need_c <= sim.ns.free_cpus + oc + EPS)
-                & (need_m <= sim.ns.free_mem + om + EPS))
+        room = ((jb.tput[j, nd.dev] > 0) & covers(sim.ns.free_cpus + oc, need_c)
+                & covers(sim.ns.free_mem + om, need_m))
         if earlier:
             room[list(earlier)] = False
         out &= room[:, None]

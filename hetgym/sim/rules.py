@@ -6,6 +6,7 @@ rule                              definition
 tolerance                         :data:`EPS` (1e-9) on cores, memory and instants
 fit                               :func:`covers_nb` (``free + EPS >= need``) and
                                   :func:`slots_nb` (``floor(free / per + EPS)`` units)
+checkpoints                       :func:`kept_work_nb` (whole checkpoints of the work done)
 preemptibility                    :func:`may_preempt_nb` (RUNNING and below the limit),
                                   :func:`below_limit_nb`, :func:`limit_code`
 scaled rate                       :func:`scaled_rate_nb` (``g x tput x g ** (e - 1)``)
@@ -37,6 +38,7 @@ __all__ = [
     "covers_nb",
     "duration",
     "duration_nb",
+    "kept_work_nb",
     "limit_code",
     "may_preempt",
     "may_preempt_nb",
@@ -66,6 +68,15 @@ def slots_nb(free, per):
     the same test as :func:`covers_nb` on ``w`` units up to rounding, and is the one the
     simulator places workers by."""
     return np.floor(free / per + EPS)
+
+
+@njit(cache=True, inline="always")
+def kept_work_nb(done, ckpt):
+    """Of ``done`` work units, those that whole checkpoints every ``ckpt`` (> 0) units
+    kept: ``done / ckpt`` rounded down within a relative :data:`EPS`, times ``ckpt``.
+    Scalars only."""
+    q = done / ckpt
+    return np.floor(q + EPS * (q if q > 1.0 else 1.0)) * ckpt  # noqa: FURB136 (builtin min/max compile an overload)
 
 
 # ------------------------------------------------------------------- preemptibility

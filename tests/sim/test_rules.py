@@ -54,6 +54,14 @@ def test_slots_on_arrays():
 
 
 @pytest.mark.parametrize("form", ["compiled", "python"])
+def test_kept_work(form):
+    kept = rules.kept_work_nb if form == "compiled" else rules.kept_work_nb.py_func
+    assert kept(7.0, 2.0) == 6.0 and kept(1.5, 2.0) == 0.0
+    assert kept(6.0 - 1e-12, 2.0) == 6.0  # a whole checkpoint short by rounding still counts
+    assert kept(5e5 * (1 - 1e-10), 1.0) == 5e5  # relative: 5e-5 short of 500,000
+
+
+@pytest.mark.parametrize("form", ["compiled", "python"])
 def test_preemptibility(form):
     may = rules.may_preempt_nb if form == "compiled" else rules.may_preempt
     below = rules.below_limit_nb if form == "compiled" else rules.below_limit
@@ -133,7 +141,10 @@ OTHER_TOLERANCES = {
 }
 
 _ASSIGNED = re.compile(r"^\s*(\w+)\s*(?::[^=]*)?=")
+_PLUS_EPS = r"(\+\s*\w*EPS\b|\b\w*EPS\s*\+)"
 _RESTATEMENTS: dict[str, re.Pattern] = {
+    "a fit test (use rules.covers / rules.slots)": re.compile(
+        rf"{_PLUS_EPS}(?=.*(<|>))|(<|>|\bfloor\b).*{_PLUS_EPS}"),
 }
 
 
@@ -199,4 +210,4 @@ def test_the_scan_finds_each_restatement(tmp_path):
         "rel_tol: float = 1e-9  # allowed by name\n"
         "fine = c < best - EPS  # a comparison margin, not a fit test\n")
     hits = restatements(tmp_path, ("baselines",))
-    assert [h.split(":")[1] for h in hits] == ["2", "3"]
+    assert [h.split(":")[1] for h in hits] == ["2", "3", "4"]
