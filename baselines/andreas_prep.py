@@ -25,7 +25,7 @@ from baselines.andreas_configs import (
     current_configs_nb,
     pinned_nodes_nb,
 )
-from hetgym.sim.rules import covers_nb
+from hetgym.sim.rules import below_limit_nb, covers_nb
 
 __all__ = ["plan_tables_nb", "start_walk_nb"]
 
@@ -118,8 +118,7 @@ def plan_tables_nb(run, queue, nworkers, status, worker_node, worker_gpu, finish
     for i in range(nr):
         j = run[i]
         b = status[j] == code_grace or grace[j] > 0 or node_r[i] < 0
-        if max_pre >= 0:
-            b = b or n_preempt[j] >= max_pre
+        b = b or not below_limit_nb(n_preempt[j], max_pre)
         bad[i] = b
         if b:
             n_bad += 1

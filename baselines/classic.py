@@ -25,7 +25,7 @@ from baselines.parts import (
 )
 from hetgym.decisions import Decision, Placement, Preempt, Start
 from hetgym.sim.codes import JobStatus
-from hetgym.sim.rules import covers
+from hetgym.sim.rules import below_limit, covers, limit_code
 
 if TYPE_CHECKING:  # pragma: no cover
     from baselines.srpt_plan import SRPTPlan
@@ -260,9 +260,9 @@ class SRPT:
         """The rule of the class docstring, straightforwardly: rank every job."""
         q = np.asarray(view.queue)
         r = np.asarray(view.running)
-        limit = view.max_preemptions
+        limit = limit_code(view.max_preemptions)
         pinned = [j for j in r.tolist()
-                  if view.in_grace(j) or (limit is not None and view.n_preempt[j] >= limit)]
+                  if view.in_grace(j) or not below_limit(view.n_preempt[j], limit)]
         movable = np.asarray([j for j in r.tolist() if j not in set(pinned)], dtype=np.int64)
         cand = np.concatenate([movable, q])
         rem = view.durations(cand, remaining=True).min(axis=1)

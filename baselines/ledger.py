@@ -20,22 +20,21 @@ from __future__ import annotations
 import numpy as np
 
 from hetgym.decisions import Placement
-from hetgym.sim.codes import RUNNING
-from hetgym.sim.rules import covers
+from hetgym.sim.rules import below_limit, covers, limit_code, may_preempt
 
 __all__ = ["Ledger", "at_limit", "preemptible"]
 
 
 def at_limit(view, job: int) -> bool:
     """Whether ``job`` has used up the scenario's preemption limit (``max_preemptions``)."""
-    limit = view.max_preemptions
-    return limit is not None and int(view.n_preempt[job]) >= int(limit)
+    return not below_limit(int(view.n_preempt[job]), limit_code(view.max_preemptions))
 
 
 def preemptible(view, job: int) -> bool:
     """Whether a ``Preempt`` of ``job`` is valid now: it is RUNNING (not in a grace period)
     and below the preemption limit."""
-    return int(view.status[job]) == RUNNING and not at_limit(view, job)
+    return may_preempt(int(view.status[job]), int(view.n_preempt[job]),
+                       limit_code(view.max_preemptions))
 
 
 class Ledger:

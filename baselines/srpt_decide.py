@@ -22,7 +22,7 @@ from baselines.srpt_arrays import (
     _join_nb,
     _leave_nb,
 )
-from hetgym.sim.rules import covers_nb
+from hetgym.sim.rules import below_limit_nb, covers_nb
 from hetgym.sim.state import CTR_RUN
 
 __all__ = ["decide_nb", "rows_nb"]
@@ -162,7 +162,7 @@ def decide_nb(A, P, S, grace_code):
     movable = np.empty(nr, dtype=np.bool_)  # by position in the rows (start order)
     for p in range(nr):
         j = rj[p]
-        movable[p] = not (status[j] == grace_code or (limit >= 0 and n_preempt[j] >= limit))
+        movable[p] = not (status[j] == grace_code or not below_limit_nb(n_preempt[j], limit))
     n_groups = hn.shape[0]
     keep = np.zeros(nr, dtype=np.bool_)
     # With exact sums, the running jobs that rank before every waiting job (remaining time

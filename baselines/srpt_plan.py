@@ -31,6 +31,7 @@ from baselines.srpt_kernels import (
 )
 from hetgym.sim.codes import JobStatus
 from hetgym.sim.dispatch import entry
+from hetgym.sim.rules import limit_code
 from hetgym.sim.state import NodeState
 from hetgym.sim.view import View
 
@@ -93,7 +94,7 @@ class SRPTPlan:
             "key_valid": np.ascontiguousarray((jb.tput > 0) & jb.holdable),
             "table": np.array(table, dtype=np.int64, order="C"), "workers": self.workers,
             "ctr": np.zeros(5, dtype=np.int64),
-            "opt": np.array([-1 if limit is None else int(limit), int(sim.policy),
+            "opt": np.array([limit_code(limit), int(sim.policy),
                              int(exact_sums(sim))], dtype=np.int64),
             # scratch capacity, filled by the kernel on each call; structrefs like the
             # simulator's own (hetgym.sim.mirror)

@@ -145,6 +145,10 @@ _PLUS_EPS = r"(\+\s*\w*EPS\b|\b\w*EPS\s*\+)"
 _RESTATEMENTS: dict[str, re.Pattern] = {
     "a fit test (use rules.covers / rules.slots)": re.compile(
         rf"{_PLUS_EPS}(?=.*(<|>))|(<|>|\bfloor\b).*{_PLUS_EPS}"),
+    "the preemption limit (use rules.below_limit / may_preempt)": re.compile(
+        r"n_preempt\b[^=<>]*(<(?!=)|>=)\s*[\w.(]*\b(limit|max_pre)"),
+    "the preemption limit code (use rules.limit_code)": re.compile(
+        r"-1 if [\w.]*(limit|max_pre)\w* is None else int\("),
 }
 
 
@@ -207,7 +211,8 @@ def test_the_scan_finds_each_restatement(tmp_path):
         "ok = need <= cap.free_cpus[n] + EPS\n"
         "r = g * t * g ** (e - 1.0)\n"
         "p = js.n_preempt[j] < limit\n"
+        "c = -1 if o.max_preemptions is None else int(o.max_preemptions)\n"
         "rel_tol: float = 1e-9  # allowed by name\n"
         "fine = c < best - EPS  # a comparison margin, not a fit test\n")
     hits = restatements(tmp_path, ("baselines",))
-    assert [h.split(":")[1] for h in hits] == ["2", "3", "4"]
+    assert [h.split(":")[1] for h in hits] == ["2", "3", "4", "6", "7"]
