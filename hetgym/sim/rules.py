@@ -4,28 +4,29 @@
 rule                              definition
 ================================  ==========================================================
 tolerance                         :data:`EPS` (1e-9) on cores, memory and instants
-fit                               :func:`covers_nb` (``free + EPS >= need``) and
-                                  :func:`slots_nb` (``floor(free / per + EPS)`` units)
-checkpoints                       :func:`kept_work_nb` (whole checkpoints of the work done)
-preemptibility                    :func:`may_preempt_nb` (RUNNING and below the limit),
-                                  :func:`below_limit_nb`, :func:`limit_code`
-scaled rate                       :func:`scaled_rate_nb` (``g x tput x g ** (e - 1)``)
-duration / best duration          :func:`duration_nb`, :func:`best_duration_nb`
+fit                               :func:`covers` (``free + EPS >= need``) and
+                                  :func:`slots` (``floor(free / per + EPS)`` units)
+checkpoints                       :func:`kept_work` (whole checkpoints of the work done)
+preemptibility                    :func:`may_preempt` (RUNNING and below the limit),
+                                  :func:`below_limit`, :func:`limit_code`
+scaled rate                       :func:`scaled_rate` (``g x tput x g ** (e - 1)``)
+duration / best duration          :func:`duration`, :func:`best_duration`
 ================================  ==========================================================
 
-Every rule is an ``@njit(cache=True, inline="always")`` function (a kernel calls it like
-any helper; it is inlined, so it compiles no dispatcher of its own there). Python calls
-the same definition through its plain-Python form, the ``py`` names (``covers``,
-``slots``, ...: ``rule_nb.py_func``), which take Python scalars and NumPy arrays alike
-(elementwise, with broadcasting) and compile nothing; the operations and their order are
-those of the kernel, so both give the same bits. The baselines, envs and agents use these
-rather than writing a rule out again (a source scan in the tests keeps it so).
+Each rule is one plain function, which Python calls on scalars or (where its docstring
+does not say "scalars only") NumPy arrays, elementwise with broadcasting. Its compiled
+form ``name_nb`` (``covers_nb``, ...) is that same function under
+``@njit(cache=True, inline="always")``, for the kernels; a rule that uses another calls
+the plain name, which compiled code resolves to the compiled rule (Numba's
+``register_jitable``). The compiled forms are made on first use, so that importing this
+module does not import Numba. Both forms run the same operations in the same order, so
+they give the same bits. The baselines, envs and agents use these rather than writing a
+rule out again (a source scan in the tests keeps it so).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from hetgym.sim.codes import RUNNING
 
@@ -33,11 +34,13 @@ __all__ = [
     "EPS",
     "below_limit",
     "below_limit_nb",
+    "best_duration",
     "best_duration_nb",
     "covers",
     "covers_nb",
     "duration",
     "duration_nb",
+    "kept_work",
     "kept_work_nb",
     "limit_code",
     "may_preempt",
@@ -52,26 +55,34 @@ __all__ = [
 #: and on instants (a round boundary, a checkpoint, an end before a start).
 EPS = 1e-9
 
+#: The rules, by name; each ``name_nb`` is ``name`` compiled (:func:`__getattr__`).
+_RULES: list = []
+
+
+def _rule(f):
+    _RULES.append(f)
+    return f
+
 
 # ------------------------------------------------------------------- fit
-@njit(cache=True, inline="always")
-def covers_nb(free, need):
+@_rule
+def covers(free, need):
     """Whether ``free`` cores (or GB of memory) hold ``need``, within :data:`EPS`:
     ``free + EPS >= need``."""
     return free + EPS >= need
 
 
-@njit(cache=True, inline="always")
-def slots_nb(free, per):
+@_rule
+def slots(free, per):
     """How many units of ``per`` cores (or GB, ``per > 0``) fit in ``free``, within
-    :data:`EPS`: ``floor(free / per + EPS)`` (a float). ``slots_nb(free, per) >= w`` is
-    the same test as :func:`covers_nb` on ``w`` units up to rounding, and is the one the
+    :data:`EPS`: ``floor(free / per + EPS)`` (a float). ``slots(free, per) >= w`` is
+    the same test as :func:`covers` on ``w`` units up to rounding, and is the one the
     simulator places workers by."""
     return np.floor(free / per + EPS)
 
 
-@njit(cache=True, inline="always")
-def kept_work_nb(done, ckpt):
+@_rule
+def kept_work(done, ckpt):
     """Of ``done`` work units, those that whole checkpoints every ``ckpt`` (> 0) units
     kept: ``done / ckpt`` rounded down within a relative :data:`EPS`, times ``ckpt``.
     Scalars only."""
@@ -80,21 +91,20 @@ def kept_work_nb(done, ckpt):
 
 
 # ------------------------------------------------------------------- preemptibility
-@njit(cache=True, inline="always")
-def below_limit_nb(n_preempt, limit):
+@_rule
+def below_limit(n_preempt, limit):
     """Whether a job preempted ``n_preempt`` times may be preempted again under the
-    preemption limit ``limit`` (-1: none; :func:`limit_code`). On arrays (the Python
-    form), ``n_preempt`` an array and ``limit`` a scalar: an array, or ``True`` when there
-    is no limit."""
+    preemption limit ``limit`` (-1: none; :func:`limit_code`). On arrays, ``n_preempt``
+    an array and ``limit`` a scalar: an array, or ``True`` when there is no limit."""
     return limit < 0 or n_preempt < limit
 
 
-@njit(cache=True, inline="always")
-def may_preempt_nb(status, n_preempt, limit):
+@_rule
+def may_preempt(status, n_preempt, limit):
     """Whether a ``Preempt`` of a job in state ``status`` (a ``JobStatus`` code) that was
     preempted ``n_preempt`` times is valid: it is RUNNING (not in a grace period, not
-    waiting) and :func:`below_limit_nb` (``limit``: -1 for none). Scalars only."""
-    return status == RUNNING and below_limit_nb(n_preempt, limit)
+    waiting) and :func:`below_limit` (``limit``: -1 for none). Scalars only."""
+    return status == RUNNING and below_limit(n_preempt, limit)
 
 
 def limit_code(max_preemptions: int | None) -> int:
@@ -103,44 +113,57 @@ def limit_code(max_preemptions: int | None) -> int:
 
 
 # ------------------------------------------------------------------- scaled rate, duration
-@njit(cache=True, inline="always")
-def scaled_rate_nb(g, tput, e):
+@_rule
+def scaled_rate(g, tput, e):
     """Rate of ``g`` workers at per-worker throughput ``tput`` with scaling exponent ``e``:
     ``g * tput * g ** (e - 1)`` (in that order; ``g ** 0.0`` is 1 exactly, so at ``e = 1``
     it is ``g * tput``)."""
     return g * tput * g ** (e - 1.0)
 
 
-@njit(cache=True, inline="always")
-def duration_nb(amount, w, t, e):
+@_rule
+def duration(amount, w, t, e):
     """Run time of ``amount`` iterations for ``w`` workers at per-worker throughput ``t``
-    with scaling exponent ``e``: ``amount /`` :func:`scaled_rate_nb` (``inf`` if
+    with scaling exponent ``e``: ``amount /`` :func:`scaled_rate` (``inf`` if
     ``t <= 0``). Scalars only."""
     if t <= 0.0:
         return np.inf
     if e == 1.0:  # w ** 0.0 is 1.0 exactly: the same value without a call of pow
         return amount / (w * t)
-    return amount / scaled_rate_nb(w, t, e)
+    return amount / scaled_rate(w, t, e)
 
 
-@njit(cache=True, inline="always")
-def best_duration_nb(amount, j, jobs, e):
+@_rule
+def best_duration(amount, j, jobs, e):
     """Run time of ``amount`` iterations of job ``j`` (``jobs``: a ``JobArrays``) on its
     fastest device type that can hold its gang (``jobs.holdable``): the least
-    :func:`duration_nb` (the array form is :func:`hetgym.sim.state.best_durations`)."""
+    :func:`duration` (the array form is :func:`hetgym.sim.state.best_durations`)."""
     best = np.inf
     for c in range(jobs.tput.shape[1]):
         if jobs.holdable[j, c]:
-            d = duration_nb(amount, jobs.workers[j], jobs.tput[j, c], e)
+            d = duration(amount, jobs.workers[j], jobs.tput[j, c], e)
             if d < best:
                 best = d
     return best
 
 
-# ------------------------------------------------------------------- Python forms
-covers = covers_nb.py_func
-slots = slots_nb.py_func
-below_limit = below_limit_nb.py_func
-may_preempt = may_preempt_nb.py_func
-scaled_rate = scaled_rate_nb.py_func
-duration = duration_nb.py_func
+# ------------------------------------------------------------------- compiled forms
+def _compile() -> None:
+    """Compile every rule (``name_nb``), and make the plain ones callable from compiled
+    code (a rule that calls another calls the plain name)."""
+    from numba import njit
+    from numba.extending import register_jitable
+
+    for f in _RULES:
+        register_jitable(f)
+    for f in _RULES:
+        globals()[f.__name__ + "_nb"] = njit(cache=True, inline="always")(f)
+
+
+def __getattr__(name: str):
+    """The compiled rules (``covers_nb``, ...), made on first use so that importing this
+    module does not import Numba."""
+    if name.endswith("_nb") and any(f.__name__ == name[:-3] for f in _RULES):
+        _compile()
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

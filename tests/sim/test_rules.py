@@ -55,7 +55,7 @@ def test_slots_on_arrays():
 
 @pytest.mark.parametrize("form", ["compiled", "python"])
 def test_kept_work(form):
-    kept = rules.kept_work_nb if form == "compiled" else rules.kept_work_nb.py_func
+    kept = rules.kept_work_nb if form == "compiled" else rules.kept_work
     assert kept(7.0, 2.0) == 6.0 and kept(1.5, 2.0) == 0.0
     assert kept(6.0 - 1e-12, 2.0) == 6.0  # a whole checkpoint short by rounding still counts
     assert kept(5e5 * (1 - 1e-10), 1.0) == 5e5  # relative: 5e-5 short of 500,000
