@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hetgym.sim.rules import covers_nb, kept_work_nb
+from hetgym.sim.rules import covers_nb, kept_work_nb, scaled_rate_nb
 
 __all__ = ["config_table_nb", "current_configs_nb", "pinned_nodes_nb", "rem_moved_nb"]
 
@@ -69,7 +69,7 @@ def config_table_nb(jobs, remaining, work, ckpt, first_start, restart_delay, tpu
             for g in range(min_w[j], hi + 1):
                 if not (covers_nb(cls_cpus[k], g * cpus[j, d]) and covers_nb(cls_mem[k], g * mem[j])):
                     continue
-                rate = g * tp * g ** (scale_exp[j] - 1.0)
+                rate = scaled_rate_nb(g, tp, scale_exp[j])
                 if k == cur_cls[i] and g == cur_g[i]:
                     t = rem / rate
                 else:

@@ -147,6 +147,7 @@ _RESTATEMENTS: dict[str, re.Pattern] = {
         rf"{_PLUS_EPS}(?=.*(<|>))|(<|>|\bfloor\b).*{_PLUS_EPS}"),
     "the preemption limit (use rules.below_limit / may_preempt)": re.compile(
         r"n_preempt\b[^=<>]*(<(?!=)|>=)\s*[\w.(]*\b(limit|max_pre)"),
+    "the scaling law (use rules.scaled_rate)": re.compile(r"\*\*\s*\(\s*[\w.\[\]]+\s*-\s*1(\.0)?\s*\)"),
     "the preemption limit code (use rules.limit_code)": re.compile(
         r"-1 if [\w.]*(limit|max_pre)\w* is None else int\("),
 }
@@ -215,4 +216,4 @@ def test_the_scan_finds_each_restatement(tmp_path):
         "rel_tol: float = 1e-9  # allowed by name\n"
         "fine = c < best - EPS  # a comparison margin, not a fit test\n")
     hits = restatements(tmp_path, ("baselines",))
-    assert [h.split(":")[1] for h in hits] == ["2", "3", "4", "6", "7"]
+    assert [h.split(":")[1] for h in hits] == ["2", "3", "4", "5", "6", "7"]
