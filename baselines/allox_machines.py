@@ -30,6 +30,7 @@ import numpy as np
 from baselines.kernels import pairs_admit_nb
 from hetgym.decisions import Placement, Start
 from hetgym.sim.dispatch import entry
+from hetgym.sim.rules import EPS, slots
 from hetgym.sim.view import CapacityModel, View
 
 __all__ = [
@@ -108,9 +109,9 @@ def slots_per_device(view: View, free: bool = False, cap: CapacityModel | None =
             else:
                 per = np.full(len(n_cpu), np.inf)
                 if not np.isinf(s):
-                    per = np.minimum(per, np.floor(n_cpu / s + 1e-9))
+                    per = np.minimum(per, slots(n_cpu, s))
                 if not np.isinf(sm):
-                    per = np.minimum(per, np.floor(n_mem / sm + 1e-9))
+                    per = np.minimum(per, slots(n_mem, sm))
             out[d] = int(per.sum())
         else:
             out[d] = int(np.asarray(gpus)[m].sum())
@@ -384,5 +385,5 @@ def no_first_job(p: np.ndarray, pool: MachinePool, t: int,
             b = (pd[f, None] * ((n - 1 + r) / r)[None, :] + mean[None, :]).min(axis=1)
             best[f] = np.minimum(best[f], b)
     # strictly below by a margin: (costs ~ now + n p) x (n + 1) x 1e-9, far above rounding
-    margin = 1e-9 * (n + 1) * (abs(w0) + pt + np.where(np.isfinite(best), np.abs(best), 0.0) + 1.0)
+    margin = EPS * (n + 1) * (abs(w0) + pt + np.where(np.isfinite(best), np.abs(best), 0.0) + 1.0)
     return bool(np.all(best + margin < pt + w0))

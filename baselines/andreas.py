@@ -80,6 +80,7 @@ from baselines.andreas_prep import plan_tables_nb, start_walk_nb
 from hetgym.autopar import BOTH
 from hetgym.decisions import Decision, Placement, SchedulerBase, Start
 from hetgym.sim.codes import GRACE, RUNNING
+from hetgym.sim.rules import limit_code
 
 __all__ = ["BASELINES", "AndreasRG", "FirstPrinciple"]
 
@@ -188,7 +189,7 @@ class AndreasRG(SchedulerBase):
                 jb.weight, nodes.node_gpus, nodes.node_device, nodes.free_cpus, nodes.free_mem,
                 cl.of_node, cl.dev, cl.gpus, cl.cpus, cl.mem, cl.idle_w, cl.gpu_w, cl.rate,
                 self._kmax, self._ckpt, float(view.options.restart_delay), self._eur)
-        return lead, (-1 if limit is None else int(limit), RUNNING, GRACE)
+        return lead, (limit_code(limit), RUNNING, GRACE)
 
     def _plan_arrays(self, view: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[int],
                                                 list[int], float]:

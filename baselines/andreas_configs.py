@@ -17,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from hetgym.sim.rules import covers_nb, kept_work_nb, scaled_rate_nb
+
 __all__ = ["config_table_nb", "current_configs_nb", "pinned_nodes_nb", "rem_moved_nb"]
 
 
@@ -28,7 +30,7 @@ def rem_moved_nb(rem, work, ckpt):
     if ckpt <= 0.0:
         return rem
     done = work - rem
-    kept = np.floor(done / ckpt + 1e-9 * max(1.0, done / ckpt)) * ckpt
+    kept = kept_work_nb(done, ckpt)
     return max(rem, work - kept)
 
 
@@ -65,9 +67,9 @@ def config_table_nb(jobs, remaining, work, ckpt, first_start, restart_delay, tpu
                 continue
             hi = min(max_w[j], cls_gpus[k])
             for g in range(min_w[j], hi + 1):
-                if g * cpus[j, d] > cls_cpus[k] + 1e-9 or g * mem[j] > cls_mem[k] + 1e-9:
+                if not (covers_nb(cls_cpus[k], g * cpus[j, d]) and covers_nb(cls_mem[k], g * mem[j])):
                     continue
-                rate = g * tp * g ** (scale_exp[j] - 1.0)
+                rate = scaled_rate_nb(g, tp, scale_exp[j])
                 if k == cur_cls[i] and g == cur_g[i]:
                     t = rem / rate
                 else:

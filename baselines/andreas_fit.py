@@ -19,10 +19,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from hetgym.sim.rules import covers_nb
+
 __all__ = ["low_bit_nb", "open_count_rc_nb", "open_nth_rc_nb", "rc_fits_nb", "rc_problem_nb",
            "unused_rc_nb"]
 
-RC_EPS = 1e-9  # the simulator's tolerance on cores and memory (baselines.andreas_parts.EPS)
 
 _DEBRUIJN = np.array([0, 1, 48, 2, 57, 49, 28, 3, 61, 58, 50, 42, 38, 29, 17, 4, 62, 55, 59, 36,
                       53, 51, 43, 22, 45, 39, 33, 30, 24, 18, 12, 5, 63, 47, 56, 27, 60, 41, 37,
@@ -40,8 +41,8 @@ def low_bit_nb(x):
 @njit(cache=True, inline="always")
 def rc_fits_nb(node_rc, held_rc, n, need):
     """Whether node n has the cores and memory ``need`` (2,) free beyond ``held_rc[n]``."""
-    return (need[0] <= node_rc[n, 0] - held_rc[n, 0] + RC_EPS
-            and need[1] <= node_rc[n, 1] - held_rc[n, 1] + RC_EPS)
+    return (covers_nb(node_rc[n, 0] - held_rc[n, 0], need[0])
+            and covers_nb(node_rc[n, 1] - held_rc[n, 1], need[1]))
 
 
 @njit(cache=True)
@@ -101,8 +102,8 @@ def rc_problem_nb(base_order, cfg_cls, cfg_g, dl, dlen, cl, clen, cur_node, cur_
             k = cfg_cls[j, e]
             for a in range(cls_start[k], cls_start[k + 1]):
                 n = cls_nodes[a]
-                if (node_free0[n] >= cfg_g[j, e] and cfg_rc[j, e, 0] <= node_rc0[n, 0] + RC_EPS
-                        and cfg_rc[j, e, 1] <= node_rc0[n, 1] + RC_EPS):
+                if (node_free0[n] >= cfg_g[j, e] and covers_nb(node_rc0[n, 0], cfg_rc[j, e, 0])
+                        and covers_nb(node_rc0[n, 1], cfg_rc[j, e, 1])):
                     p = a - cls_start[k]
                     fs[j, e, p >> 6] |= np.uint64(1) << np.uint64(p & 63)
                     any_fit = True

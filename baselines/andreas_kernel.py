@@ -44,6 +44,7 @@ from baselines.andreas_draws import (
 )
 from baselines.andreas_fit import rc_fits_nb
 from baselines.andreas_problem import _node_lb_nb, _problem_nb
+from hetgym.sim.rules import EPS
 
 __all__ = [
     "config_table_nb",
@@ -104,7 +105,7 @@ def _iterations_nb(it0, it1, step, seed, best, prune, scale, scan, base_order, w
     for it in range(it0, it1, step):
         key = iter_key_nb(seed, it)
         bound = best if prune else np.inf
-        tol = 1e-9 * (bound + scale)
+        tol = EPS * (bound + scale)
         rnd = it > 0
         res_total = res_total0
         closed = _closed_nb(maxfree, gall)

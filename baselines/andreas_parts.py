@@ -25,6 +25,7 @@ import numpy as np
 from baselines.andreas_configs import config_table_nb, current_configs_nb
 from hetgym.decisions import Decision, Move, Placement, Preempt, Start
 from hetgym.sim.codes import GRACE, RUNNING
+from hetgym.sim.rules import covers
 
 __all__ = [
     "ConfigTable",
@@ -38,8 +39,6 @@ __all__ = [
     "start_outside_model",
     "take_gpus",
 ]
-
-EPS = 1e-9
 
 
 def eur_per_joule(view) -> float:
@@ -159,8 +158,8 @@ def config_table(view, classes: NodeClasses, jobs: np.ndarray,
 def fits_node(view, cap, j: int, n: int, g: int) -> bool:
     """Whether g workers of job j fit on node n of the scratch capacity ``cap``."""
     d = int(view.node_device[n])
-    return (cap.free_gpus[n] >= g and g * view.cpus_need[j, d] <= cap.free_cpus[n] + EPS
-            and g * view.mem[j] <= cap.free_mem[n] + EPS)
+    return (cap.free_gpus[n] >= g and covers(cap.free_cpus[n], g * view.cpus_need[j, d])
+            and covers(cap.free_mem[n], g * view.mem[j]))
 
 
 def take_gpus(view, cap, j: int, n: int, g: int) -> Placement:
@@ -196,7 +195,7 @@ def relabel_nodes(targets: dict[int, tuple[int, int]], current: dict[int, tuple[
         need_rc = {n: sum((rc[0][j] for j in js), np.zeros(2)) for n, js in bins.items()}
 
     def holds(n: int, m: int) -> bool:
-        return need[n] <= free0[m] and (rc is None or bool((need_rc[n] <= rc[1][m] + EPS).all()))
+        return need[n] <= free0[m] and (rc is None or bool(covers(rc[1][m], need_rc[n]).all()))
 
     pairs = []
     for n, js in bins.items():
@@ -235,8 +234,8 @@ def may_fit(view, free_gpus: np.ndarray, free_cpus: np.ndarray, free_mem: np.nda
     tg = np.fromiter((v[1] for v in targets.values()), dtype=np.int64, count=len(targets))
     td = np.asarray(view.node_device)[tn]
     return ((np.asarray(free_gpus)[tn] >= tg)
-            & (tg * view.cpus_need[tj, td] <= np.asarray(free_cpus)[tn] + EPS)
-            & (tg * view.mem[tj] <= np.asarray(free_mem)[tn] + EPS))
+            & covers(np.asarray(free_cpus)[tn], tg * view.cpus_need[tj, td])
+            & covers(np.asarray(free_mem)[tn], tg * view.mem[tj]))
 
 
 def plan_decisions(view, cap, targets: dict[int, tuple[int, int]], replan: list[int]) -> list[Decision]:
@@ -311,8 +310,8 @@ def _can_move(view, live, j: int, pl: Placement) -> bool:
     for n in set(pl.nodes.tolist()):
         d = int(view.node_device[n])
         k = int((pl.nodes == n).sum()) - own.count(n)
-        if (k * view.cpus_need[j, d] > live.free_cpus[n] + EPS
-                or k * view.mem[j] > live.free_mem[n] + EPS):
+        if not (covers(live.free_cpus[n], k * view.cpus_need[j, d])
+                and covers(live.free_mem[n], k * view.mem[j])):
             return False
     return True
 

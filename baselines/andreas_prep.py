@@ -25,10 +25,9 @@ from baselines.andreas_configs import (
     current_configs_nb,
     pinned_nodes_nb,
 )
+from hetgym.sim.rules import below_limit_nb, covers_nb
 
 __all__ = ["plan_tables_nb", "start_walk_nb"]
-
-EPS = 1e-9  # the simulator's tolerance on cores and memory (baselines.andreas_parts.EPS)
 
 
 @njit(cache=True, inline="always")
@@ -119,8 +118,7 @@ def plan_tables_nb(run, queue, nworkers, status, worker_node, worker_gpu, finish
     for i in range(nr):
         j = run[i]
         b = status[j] == code_grace or grace[j] > 0 or node_r[i] < 0
-        if max_pre >= 0:
-            b = b or n_preempt[j] >= max_pre
+        b = b or not below_limit_nb(n_preempt[j], max_pre)
         bad[i] = b
         if b:
             n_bad += 1
@@ -262,7 +260,7 @@ def _node_fits_nb(g, cores, mem, free_g, free_c, free_m):
     """Whether g workers, each needing ``cores`` and ``mem``, fit a node with ``free_g``
     GPUs, ``free_c`` cores and ``free_m`` memory free (the rule of
     :func:`~baselines.andreas_parts.fits_node` and ``may_fit``, on scalars)."""
-    return free_g >= g and g * cores <= free_c + EPS and g * mem <= free_m + EPS
+    return free_g >= g and covers_nb(free_c, g * cores) and covers_nb(free_m, g * mem)
 
 
 @njit(cache=True)

@@ -25,6 +25,7 @@ from baselines.parts import (
 )
 from hetgym.decisions import Cadence, Decision, Placement, Preempt, SchedulerBase, Start
 from hetgym.sim.codes import JobStatus
+from hetgym.sim.rules import below_limit, covers, limit_code
 
 if TYPE_CHECKING:  # pragma: no cover
     from baselines.srpt_migrate import MigratingSRPT
@@ -283,9 +284,9 @@ class SRPT(SchedulerBase):
         """The rule of the class docstring, straightforwardly: rank every job."""
         q = np.asarray(view.queue)
         r = np.asarray(view.running)
-        limit = view.max_preemptions
+        limit = limit_code(view.max_preemptions)
         pinned = [j for j in r.tolist()
-                  if view.in_grace(j) or (limit is not None and view.n_preempt[j] >= limit)]
+                  if view.in_grace(j) or not below_limit(view.n_preempt[j], limit)]
         movable = np.asarray([j for j in r.tolist() if j not in set(pinned)], dtype=np.int64)
         cand = np.concatenate([movable, q])
         rem = view.durations(cand, remaining=True).min(axis=1)
@@ -349,5 +350,5 @@ def _free_in(plan, view: View, job: int, nodes: np.ndarray, gpus: np.ndarray) ->
             return False
         need_c[n] = need_c.get(n, 0.0) + view.cpus_need[job, view.node_device[n]]
         need_m[n] = need_m.get(n, 0.0) + view.mem[job]
-    return all(plan.free_cpus[n] + 1e-9 >= c for n, c in need_c.items()) and all(
-        plan.free_mem[n] + 1e-9 >= m for n, m in need_m.items())
+    return all(covers(plan.free_cpus[n], c) for n, c in need_c.items()) and all(
+        covers(plan.free_mem[n], m) for n, m in need_m.items())

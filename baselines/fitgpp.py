@@ -82,6 +82,7 @@ from baselines.fitgpp_preemption import (
 from baselines.parts import ArrivalOrder, DeviceChoice, FastestFirst
 from hetgym.decisions import Decision, Preempt, SchedulerBase, Start
 from hetgym.sim.codes import JobStatus
+from hetgym.sim.rules import EPS
 from hetgym.sim.view import CapacityModel, View
 
 __all__ = [
@@ -195,7 +196,7 @@ class PreemptiveFIFO(SchedulerBase):
         """Start TE jobs (preempting BE jobs as needed), then BE jobs in strict FIFO."""
         if self.tick is not None:
             k = view.now / self.tick
-            if abs(k - round(k)) > 1e-9:
+            if abs(k - round(k)) > EPS:
                 return []
         te = self.ordering.te_waiting(view)
         if not te and len(view.queue) == 0:

@@ -20,11 +20,11 @@ import numpy as np
 from baselines.parts import DeviceChoice, GreedyAdmission
 from hetgym.decisions import Placement, Start
 from hetgym.sim.codes import JobClass, JobStatus, PlacementPolicy
+from hetgym.sim.rules import slots
 from hetgym.sim.view import CapacityModel, View
 
 __all__ = ["ClassPriority", "PackPlacement", "PlacedAdmission"]
 
-EPS = 1e-9
 _QUEUED = int(JobStatus.QUEUED)
 
 
@@ -56,11 +56,11 @@ class PackPlacement:
         if not view.dev_is_cpu[dev]:
             ok &= cap.free_gpus >= w
         c = float(view.cpus_need[job, dev])
-        if c > 0:  # same rounding as the simulator's kernel: floor(free / c + EPS) >= w
-            ok &= cap.free_cpus / c + EPS >= w
+        if c > 0:  # the simulator's rounding (rules.slots)
+            ok &= slots(cap.free_cpus, c) >= w
         m = float(view.mem[job])
         if m > 0:
-            ok &= cap.free_mem / m + EPS >= w
+            ok &= slots(cap.free_mem, m) >= w
         return ok
 
     def one_node(self, view: View, job: int, dev: int) -> bool:
@@ -101,10 +101,10 @@ def _one_node_table(view: View) -> np.ndarray:
             c = np.asarray(view.cpus_need)[:, d][:, None]
             m = np.asarray(view.mem)[:, None]
             with np.errstate(divide="ignore", invalid="ignore"):
-                ok &= (c <= 0) | (np.asarray(view.node_cpus)[on][None, :] / np.where(c > 0, c, 1.0)
-                                  + EPS >= w)
-                ok &= (m <= 0) | (np.asarray(view.node_mem)[on][None, :] / np.where(m > 0, m, 1.0)
-                                  + EPS >= w)
+                ok &= (c <= 0) | (slots(np.asarray(view.node_cpus)[on][None, :],
+                                        np.where(c > 0, c, 1.0)) >= w)
+                ok &= (m <= 0) | (slots(np.asarray(view.node_mem)[on][None, :],
+                                        np.where(m > 0, m, 1.0)) >= w)
             out[:, d] = ok.any(axis=1)
         _ONE_NODE[view] = out
     return out

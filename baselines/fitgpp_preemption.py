@@ -17,8 +17,9 @@ from typing import Protocol
 
 import numpy as np
 
-from baselines.fitgpp_parts import EPS, PackPlacement
+from baselines.fitgpp_parts import PackPlacement
 from hetgym.sim.codes import JobClass, JobStatus
+from hetgym.sim.rules import EPS, below_limit, covers, limit_code
 from hetgym.sim.view import CapacityModel, View
 
 __all__ = [
@@ -108,8 +109,8 @@ class FitGppVictim:
         need_m = wt * float(view.mem[te])
         need_g = np.where(cpu_node, 0.0, wt)
         allowed = np.isin(dev, np.asarray(devices, dtype=np.int64))
-        return (allowed & (need_c <= have_c + EPS) & (need_m <= have_m + EPS)
-                & (need_g <= have_g + EPS))
+        return (allowed & covers(have_c, need_c) & covers(have_m, need_m)
+                & covers(have_g, need_g))
 
     def pick(self, view: View, te: int, cands: np.ndarray, plan: CapacityModel,
              devices: list[int]) -> tuple[int, str]:
@@ -165,12 +166,17 @@ class PreemptUntilFit:
         lims = [x for x in (self.max_preemptions, view.max_preemptions) if x is not None]
         return float(min(lims)) if lims else math.inf
 
+    def limit_code(self, view: View) -> int:
+        """:meth:`limit` as the rules take it (:func:`hetgym.sim.rules.limit_code`)."""
+        lim = self.limit(view)
+        return limit_code(None if math.isinf(lim) else int(lim))
+
     def candidates(self, view: View, exclude: set[int]) -> np.ndarray:
         """Allowed victims: running (not in a GP) BE jobs below the limit, in start order."""
         run = np.asarray(view.running)
         ok = ((np.asarray(view.status)[run] == _RUNNING)
               & (np.asarray(view.job_class)[run] == int(JobClass.BE))
-              & (np.asarray(view.n_preempt)[run] < self.limit(view)))
+              & below_limit(np.asarray(view.n_preempt)[run], self.limit_code(view)))
         c = run[ok]
         if exclude:
             c = c[~np.isin(c, np.fromiter(exclude, dtype=np.int64))]

@@ -79,6 +79,7 @@ from baselines.rounds import RoundBased, round_length_of
 from hetgym.decisions import Decision, Placement
 from hetgym.devices import get_device
 from hetgym.sim.codes import DONE, FUTURE, GRACE, RUNNING
+from hetgym.sim.rules import below_limit, limit_code
 
 __all__ = ["BASELINES", "POLICIES", "Gavel"]
 
@@ -350,7 +351,7 @@ class Gavel(RoundBased):
         limit = view.max_preemptions
         pinned = np.zeros(view.n_jobs, dtype=bool)
         if limit is not None:
-            pinned = np.asarray(view.n_preempt) >= limit
+            pinned = ~below_limit(np.asarray(view.n_preempt), limit_code(limit))
         chosen = {j for js in scheduled.values() for j in js}
         running = np.asarray(view.running).tolist()
         sticky = (grace > 0) | pinned  # a preemption would not free their resources now

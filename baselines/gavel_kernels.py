@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-__all__ = ["assign_nb"]
+from hetgym.sim.rules import covers_nb
 
-_EPS = 1e-9
+__all__ = ["assign_nb"]
 
 
 @njit(cache=True)
@@ -60,7 +60,7 @@ def _fits(job, nodes, gpus, w, free, cpu, mem, node_dev, cpus_need, job_mem):
         for i2 in range(i, w):
             if nodes[i2] == n:
                 c += 1.0
-        if not (cpu[n] + _EPS >= c * cpus_need[job, node_dev[n]] and mem[n] + _EPS >= c * job_mem[job]):
+        if not (covers_nb(cpu[n], c * cpus_need[job, node_dev[n]]) and covers_nb(mem[n], c * job_mem[job])):
             return False
     return True
 
@@ -78,11 +78,11 @@ def _first(job, dev, w, cpu_type, of_type, free, nfree, type_free, cpu, mem, cpu
         if not cpu_type and nfree[n] == 0:
             continue
         cc, mm = cpu[n], mem[n]
-        if cc + _EPS < c or mm + _EPS < m:
+        if not (covers_nb(cc, c) and covers_nb(mm, m)):
             continue
         if cpu_type:
             for _ in range(w):
-                if got == w or cc + _EPS < c or mm + _EPS < m:
+                if got == w or not (covers_nb(cc, c) and covers_nb(mm, m)):
                     break
                 out_nodes[got] = n
                 out_gpus[got] = -1
@@ -93,7 +93,7 @@ def _first(job, dev, w, cpu_type, of_type, free, nfree, type_free, cpu, mem, cpu
             for g in range(free.shape[1]):
                 if not free[n, g]:
                     continue
-                if got == w or cc + _EPS < c or mm + _EPS < m:
+                if got == w or not (covers_nb(cc, c) and covers_nb(mm, m)):
                     break
                 out_nodes[got] = n
                 out_gpus[got] = g

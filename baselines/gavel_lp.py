@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from hetgym.sim.rules import EPS
+
 
 def _sp():
     """``scipy.sparse``, imported on first use (keeps ``import baselines`` fast)."""
@@ -61,7 +63,7 @@ __all__ = [
     "proportional_throughput",
 ]
 
-_TIE_TOL = 1e-9
+_TIE_TOL = EPS
 
 
 def _check(T: np.ndarray, sf: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -18,6 +18,7 @@ from baselines.gavel_kernels import assign_nb
 from baselines.ledger import Ledger, preemptible
 from hetgym.decisions import Decision, Move, Placement, Preempt, Start
 from hetgym.sim.codes import GRACE, QUEUED, RUNNING
+from hetgym.sim.rules import slots
 
 __all__ = ["assign_workers", "carry_out", "current", "worker_counts"]
 
@@ -38,7 +39,7 @@ def worker_counts(view) -> np.ndarray:
             need = np.asarray(view.cpus_need)[:, k][np.asarray(view.tput)[:, k] > 0]
             slot = float(np.median(need)) if len(need) else 0.0
         if slot > 0:
-            out[k] = int(np.floor(np.asarray(view.node_cpus, dtype=np.float64)[on] / slot + 1e-9).sum())
+            out[k] = int(slots(np.asarray(view.node_cpus, dtype=np.float64)[on], slot).sum())
     return out
 
 

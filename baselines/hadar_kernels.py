@@ -36,6 +36,8 @@ from numba import njit
 
 from hetgym.sim.interference import interfered_rate_nb
 from hetgym.sim.kernels import same_pairs_nb
+from hetgym.sim.rules import EPS, covers_nb
+from hetgym.sim.rules import slots_nb as unit_slots_nb
 
 __all__ = ["any_free_nb", "best_nb", "greedy_nb", "slots_nb", "take_nb"]
 
@@ -54,10 +56,10 @@ def slots_nb(j, st, jb, nd, nfree):
         s = _BIG if cpu_node[h] else float(nfg[h])
         need = cpus_need[j, node_dev[h]]
         if need > 0:
-            f = np.floor(cpus[h] / need + 1e-9)
+            f = unit_slots_nb(cpus[h], need)
             s = min(s, f)
         if m > 0:
-            f = np.floor(mem[h] / m + 1e-9)
+            f = unit_slots_nb(mem[h], m)
             s = min(s, f)
         nfree[h] = np.int64(s)
 
@@ -70,7 +72,7 @@ def any_free_nb(st, nd):
         if nfg[h] > 0:
             return True
     for h in range(len(nfg)):
-        if cpu_node[h] and cpus[h] > 1e-9:
+        if cpu_node[h] and cpus[h] > EPS:
             return True
     return False
 
@@ -173,7 +175,7 @@ def _fits(j, w, p, st, jb, nd, cu):
             if cn[p + t] == n:
                 c += cpus_need[j, node_dev[n]]
         k = c / max(cpus_need[j, node_dev[n]], 1e-300)
-        if c > cpus[n] + 1e-9 or k * m > mem[n] + 1e-9:
+        if not (covers_nb(cpus[n], c) and covers_nb(mem[n], k * m)):
             return False
     return True
 
@@ -242,7 +244,7 @@ def _utility(j, w, same, nodes, gpus, jb, opt, P, ns):
     d = 0.0 if (same or not ran) else opt[1]
     f = opt[0] + d + remaining[j] / rho
     span = f - arrival[j]
-    span = max(span, 1e-9)
+    span = max(span, EPS)
     if opt[3] == 0:
         return work[j] / span
     t_min = work[j] / (float(workers[j]) * np.max(tput[j]))

@@ -18,6 +18,7 @@ import numpy as np
 
 from baselines.hadar_compiled import CompiledSearch
 from hetgym.decisions import Placement
+from hetgym.sim.rules import EPS, covers, slots
 
 __all__ = [
     "Candidate",
@@ -61,10 +62,10 @@ class PlanState:
         need = np.asarray(view.cpus_need[j])[node_dev]
         s = np.where(self.cpu_node, 1 << 20, self.gpu.sum(axis=1))
         with np.errstate(divide="ignore", invalid="ignore"):
-            s = np.where(need > 0, np.minimum(s, np.floor(self.cpus / need + 1e-9)), s)
+            s = np.where(need > 0, np.minimum(s, slots(self.cpus, need)), s)
             m = float(view.mem[j])
             if m > 0:
-                s = np.minimum(s, np.floor(self.mem / m + 1e-9))
+                s = np.minimum(s, slots(self.mem, m))
         return s.astype(np.int64)
 
     def take(self, view, j: int, pl: Placement) -> PlanState:
@@ -84,7 +85,7 @@ class PlanState:
 
     def any(self) -> bool:
         """Whether some GPU, or some core of a CPU node, is left."""
-        return bool(self.gpu.any() or (self.cpus[self.cpu_node] > 1e-9).any())
+        return bool(self.gpu.any() or (self.cpus[self.cpu_node] > EPS).any())
 
     def used_fraction(self, h: int, cap_gpus: float, cap_cpus: float) -> float:
         """``gamma_h / c_h``: share of node h given (GPUs; cores on a CPU node)."""
@@ -124,7 +125,7 @@ class PriceBook:
         horizon = view.now + float(t_max.sum())
         self.eta = float(np.max(total / (t_max * w))) if len(jobs) else 1.0
         arr = np.asarray(view.arrival)[jobs]
-        u_min = (1.0 / (4.0 * self.eta)) * float(np.min(slow / np.maximum(horizon - arr, 1e-9))) \
+        u_min = (1.0 / (4.0 * self.eta)) * float(np.min(slow / np.maximum(horizon - arr, EPS))) \
             if len(jobs) else 1.0
         n_dev = tput.shape[1] if len(jobs) else len(view.devices)
         top = tput.max(axis=0) if len(jobs) else np.ones(n_dev)
@@ -239,7 +240,7 @@ class FindAlloc:
         ran = not math.isnan(float(v.first_start[j]))
         d = 0.0 if (same or not ran) else self.delay
         f = self.now + d + float(v.remaining[j]) / rho
-        span = max(f - float(v.arrival[j]), 1e-9)
+        span = max(f - float(v.arrival[j]), EPS)
         if self.utility == "throughput":
             return float(v.work[j]) / span
         t_min = float(v.work[j]) / (float(v.workers[j]) * float(np.max(v.tput[j])))
@@ -256,7 +257,7 @@ class FindAlloc:
         m = float(v.mem[j])
         for n, c in need_c.items():
             k = c / max(float(v.cpus_need[j, self.node_dev[n]]), 1e-300)
-            if c > state.cpus[n] + 1e-9 or k * m > state.mem[n] + 1e-9:
+            if not (covers(state.cpus[n], c) and covers(state.mem[n], k * m)):
                 return False
         return True
 

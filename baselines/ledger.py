@@ -20,23 +20,21 @@ from __future__ import annotations
 import numpy as np
 
 from hetgym.decisions import Placement
-from hetgym.sim.codes import RUNNING
+from hetgym.sim.rules import below_limit, covers, limit_code, may_preempt
 
 __all__ = ["Ledger", "at_limit", "preemptible"]
-
-_EPS = 1e-9  # hetgym.sim.kernels.EPS: the engine's tolerance on cores and memory
 
 
 def at_limit(view, job: int) -> bool:
     """Whether ``job`` has used up the scenario's preemption limit (``max_preemptions``)."""
-    limit = view.max_preemptions
-    return limit is not None and int(view.n_preempt[job]) >= int(limit)
+    return not below_limit(int(view.n_preempt[job]), limit_code(view.max_preemptions))
 
 
 def preemptible(view, job: int) -> bool:
     """Whether a ``Preempt`` of ``job`` is valid now: it is RUNNING (not in a grace period)
     and below the preemption limit."""
-    return int(view.status[job]) == RUNNING and not at_limit(view, job)
+    return may_preempt(int(view.status[job]), int(view.n_preempt[job]),
+                       limit_code(view.max_preemptions))
 
 
 class Ledger:
@@ -69,7 +67,7 @@ class Ledger:
             cpu[n] = cpu.get(n, 0.0) + float(v.cpus_need[job, self._nd[n]])
             mem[n] = mem.get(n, 0.0) + m
         free_c, free_m = cap.free_cpus, cap.free_mem
-        return all(c <= free_c[n] + _EPS and mem[n] <= free_m[n] + _EPS for n, c in cpu.items())
+        return all(covers(free_c[n], c) and covers(free_m[n], mem[n]) for n, c in cpu.items())
 
     def preempt(self, job: int) -> None:
         """Record a preemption: a job with no grace period gives its resources back now

@@ -25,6 +25,7 @@ import math
 from typing import Any
 
 from hetgym.decisions import SchedulerBase
+from hetgym.sim.rules import EPS
 
 __all__ = ["RoundBased", "at_round_boundary", "round_index", "round_length_of"]
 
@@ -51,7 +52,7 @@ def at_round_boundary(view: Any) -> bool:
     if length <= 0:
         return False
     x = view.now / length
-    return abs(x - round(x)) <= 1e-9 * max(1.0, x)
+    return abs(x - round(x)) <= EPS * max(1.0, x)
 
 
 def round_index(view: Any) -> int:
@@ -63,7 +64,7 @@ def round_index(view: Any) -> int:
     if length <= 0:
         return 0
     x = view.now / length
-    return round(x) if abs(x - round(x)) <= 1e-9 * max(1.0, x) else math.floor(x)
+    return round(x) if abs(x - round(x)) <= EPS * max(1.0, x) else math.floor(x)
 
 
 class RoundBased(SchedulerBase):

@@ -22,6 +22,7 @@ from baselines.srpt_arrays import (
     _join_nb,
     _leave_nb,
 )
+from hetgym.sim.rules import below_limit_nb, covers_nb
 from hetgym.sim.state import CTR_RUN
 
 __all__ = ["decide_nb", "rows_nb"]
@@ -161,7 +162,7 @@ def decide_nb(A, P, S, grace_code):
     movable = np.empty(nr, dtype=np.bool_)  # by position in the rows (start order)
     for p in range(nr):
         j = rj[p]
-        movable[p] = not (status[j] == grace_code or (limit >= 0 and n_preempt[j] >= limit))
+        movable[p] = not (status[j] == grace_code or not below_limit_nb(n_preempt[j], limit))
     n_groups = hn.shape[0]
     keep = np.zeros(nr, dtype=np.bool_)
     # With exact sums, the running jobs that rank before every waiting job (remaining time
@@ -228,7 +229,7 @@ def decide_nb(A, P, S, grace_code):
             if ok:
                 for q in range(w):
                     n = rnode[p, q]
-                    if free_cpus[n] + 1e-9 < scr_f[0, n] or free_mem[n] + 1e-9 < scr_f[1, n]:
+                    if not (covers_nb(free_cpus[n], scr_f[0, n]) and covers_nb(free_mem[n], scr_f[1, n])):
                         ok = False
                         break
             if ok:

@@ -31,6 +31,7 @@ from baselines.srpt_kernels import (
 )
 from hetgym.sim.codes import JobStatus
 from hetgym.sim.dispatch import entry
+from hetgym.sim.rules import limit_code, scaled_rate
 from hetgym.sim.state import NodeState
 from hetgym.sim.view import View
 
@@ -70,9 +71,7 @@ class SRPTPlan:
         w = self.workers.astype(np.float64)
         # running jobs are ranked with the run's scaling exponent (as they always were);
         # waiting jobs' keys are View.durations' (each job's own exponent)
-        eff = w ** (view.options.scaling_exponent - 1.0)
         jb = sim.jobs
-        eff_j = w ** (jb.scale_exp - 1.0)
         gid, _ = shape_groups(view, table)
         n_groups = int(gid.max()) + 1 if len(gid) else 0
         goff = np.zeros(n_groups + 1, dtype=np.int64)
@@ -87,13 +86,13 @@ class SRPTPlan:
             "hn": np.zeros(n_groups, dtype=np.int64), "key": np.zeros(n),
             "tie": np.zeros(n, dtype=np.int64), "inheap": np.zeros(n, dtype=np.bool_),
             "flag": np.zeros(n, dtype=np.bool_), "away": np.zeros(n, dtype=np.int64),
-            "denom": np.ascontiguousarray(w[:, None] * tput * eff[:, None]),
+            "denom": np.ascontiguousarray(scaled_rate(w[:, None], tput, view.options.scaling_exponent)),
             "valid": np.ascontiguousarray((tput > 0) & np.asarray(view.holdable)),
-            "key_den": np.ascontiguousarray(w[:, None] * jb.tput * eff_j[:, None]),
+            "key_den": np.ascontiguousarray(scaled_rate(w[:, None], jb.tput, jb.scale_exp[:, None])),
             "key_valid": np.ascontiguousarray((jb.tput > 0) & jb.holdable),
             "table": np.array(table, dtype=np.int64, order="C"), "workers": self.workers,
             "ctr": np.zeros(5, dtype=np.int64),
-            "opt": np.array([-1 if limit is None else int(limit), int(sim.policy),
+            "opt": np.array([limit_code(limit), int(sim.policy),
                              int(exact_sums(sim))], dtype=np.int64),
             # scratch capacity, filled by the kernel on each call; structrefs like the
             # simulator's own (hetgym.sim.mirror)

@@ -41,6 +41,7 @@ from baselines.parts import preference
 from baselines.unaware import AnyType
 from hetgym.decisions import Cadence, Decision
 from hetgym.sim.codes import GRACE, RUNNING
+from hetgym.sim.rules import below_limit, limit_code
 from hetgym.sim.view import CapacityModel
 
 __all__ = ["Tiresias"]
@@ -213,7 +214,7 @@ class Tiresias(SRPT):
         limit = view.max_preemptions
         pin = np.asarray(view.status)[r] == GRACE
         if limit is not None:
-            pin |= np.asarray(view.n_preempt)[r] >= limit
+            pin |= ~below_limit(np.asarray(view.n_preempt)[r], limit_code(limit))
         movable = r[~pin]
         cand = np.concatenate([movable, q]).astype(np.int64)
         svc = np.asarray(view.attained_service(), dtype=np.float64)
@@ -229,9 +230,9 @@ class Tiresias(SRPT):
         one by one, in a Python ``sorted`` order); tests compare it with the fast one."""
         q = np.asarray(view.queue)
         r = np.asarray(view.running)
-        limit = view.max_preemptions
+        limit = limit_code(view.max_preemptions)
         pinned = {j for j in r.tolist()
-                  if view.in_grace(j) or (limit is not None and view.n_preempt[j] >= limit)}
+                  if view.in_grace(j) or not below_limit(view.n_preempt[j], limit)}
         movable = np.asarray([j for j in r.tolist() if j not in pinned], dtype=np.int64)
         cand = np.concatenate([movable, q]).astype(np.int64)
         svc = np.asarray(view.attained_service(), dtype=np.float64)

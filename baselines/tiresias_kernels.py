@@ -18,6 +18,7 @@ import numpy as np
 from numba import njit
 
 from hetgym.sim.kernels import alloc_nb, fits_nb
+from hetgym.sim.rules import covers_nb
 
 __all__ = ["keep_running_nb", "next_fit_nb"]
 
@@ -67,7 +68,7 @@ def _free_in_nb(j: int, wn: np.ndarray, wg: np.ndarray, cpus_need: np.ndarray,
             if wn[r] == n:
                 c += cpus_need[j, node_device[n]]
                 m += mem[j]
-        if not (ns.free_cpus[n] + 1e-9 >= c and ns.free_mem[n] + 1e-9 >= m):
+        if not (covers_nb(ns.free_cpus[n], c) and covers_nb(ns.free_mem[n], m)):
             return False
     return True
 

@@ -42,6 +42,7 @@ from typing import Any
 from baselines.andreas_parts import start_outside_model
 from baselines.topo_parts import SubsetSearch, UtilityModel, best_fit, first_fit
 from hetgym.decisions import Placement, Start
+from hetgym.sim.rules import covers
 
 __all__ = ["BASELINES", "TopoAware", "TopoBF", "TopoFCFS"]
 
@@ -65,8 +66,8 @@ def _one_server(view: Any, j: int) -> bool:
     d = view.node_device
     w = view.workers[j]
     ok = ((view.tput[j, d] > 0) & ~view.dev_is_cpu[d] & (view.node_gpus >= w)
-          & (view.node_cpus + 1e-9 >= w * view.cpus_need[j, d])
-          & (view.node_mem + 1e-9 >= w * view.mem[j]))
+          & covers(view.node_cpus, w * view.cpus_need[j, d])
+          & covers(view.node_mem, w * view.mem[j]))
     return bool(ok.any())
 
 

@@ -29,6 +29,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from hetgym.sim.rules import covers_nb
+
 __all__ = ["best_flat_nb", "bounds_nb", "reps_nb", "scan_nb", "utilities_nb"]
 
 _TIE = 1e-12
@@ -93,7 +95,7 @@ def reps_nb(w: int, tput_j: np.ndarray, cpus_j: np.ndarray, mem_j: float,
     for n in range(len(node_gpus)):
         d = node_device[n]
         if not (free_gpus[n] >= w and tput_j[d] > 0 and not dev_is_cpu[d]
-                and free_cpus[n] + 1e-9 >= w * cpus_j[d] and free_mem[n] + 1e-9 >= w * mem_j):
+                and covers_nb(free_cpus[n], w * cpus_j[d]) and covers_nb(free_mem[n], w * mem_j)):
             continue
         g = node_gpus[n]
         dup = False

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from baselines import topo_kernels as TK
+from hetgym.sim.rules import covers
 
 __all__ = ["LEVEL_COST", "MIN_COST", "Candidate", "SubsetSearch", "UtilityModel", "best_fit",
            "first_fit", "fit_mask", "gpus_by_socket", "level_cost"]
@@ -87,8 +88,8 @@ def fit_mask(view: Any, cap: Any, j: int) -> np.ndarray:
     d = view.node_device
     w = int(view.workers[j])
     return ((cap.free_gpus >= w) & (view.tput[j, d] > 0) & ~view.dev_is_cpu[d]
-            & (cap.free_cpus + 1e-9 >= w * view.cpus_need[j, d])
-            & (cap.free_mem + 1e-9 >= w * view.mem[j]))
+            & covers(cap.free_cpus, w * view.cpus_need[j, d])
+            & covers(cap.free_mem, w * view.mem[j]))
 
 
 @dataclass

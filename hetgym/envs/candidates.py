@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from hetgym.decisions import Decision, Placement, Start
+from hetgym.sim.rules import covers
 
 __all__ = ["default_starts", "holds_gang", "own_on_nodes", "placement_key", "single_server"]
 
@@ -24,7 +25,7 @@ def holds_gang(view: Any, j: int, w: int, gpus: np.ndarray, cpus: np.ndarray,
     with ``gpus`` / ``cpus`` / ``mem`` available per node."""
     d = view.node_device
     return ((gpus >= w) & (view.tput[j, d] > 0) & ~view.dev_is_cpu[d]
-            & (cpus + 1e-9 >= w * view.cpus_need[j, d]) & (mem + 1e-9 >= w * view.mem[j]))
+            & covers(cpus, w * view.cpus_need[j, d]) & covers(mem, w * view.mem[j]))
 
 
 def single_server(view: Any, j: int, w: int) -> bool:

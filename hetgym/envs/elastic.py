@@ -19,6 +19,7 @@ from hetgym.envs.decision_base import DecisionEnv, squash
 from hetgym.envs.features import SCALE
 from hetgym.sim.codes import GRACE as _GRACE
 from hetgym.sim.codes import RUNNING
+from hetgym.sim.rules import limit_code, may_preempt
 from hetgym.specs import Scenario
 
 __all__ = ["HetClusterElasticEnv"]
@@ -158,8 +159,7 @@ class HetClusterElasticEnv(DecisionEnv):
                 out.append(Start(j, int(v.node_device[n]), Placement.of([n] * g, ids)))
             return out
         out = []
-        limit = v.max_preemptions
-        if v.status[j] == RUNNING and (limit is None or v.n_preempt[j] < limit):
+        if may_preempt(v.status[j], v.n_preempt[j], limit_code(v.max_preemptions)):
             out.append(Preempt(j))
         og, oc, om = own_on_nodes(v, j)
         w = int(v.nworkers[j])

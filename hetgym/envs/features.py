@@ -61,7 +61,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from hetgym.sim.kernels import best_duration_nb, duration_nb
+from hetgym.sim.rules import best_duration_nb, duration_nb
 from hetgym.sim.state import ACC_NOW, CTR_ARR, CTR_DONE, CTR_Q, CTR_QHEAD, CTR_QTAIL, CTR_RUN
 
 __all__ = ["obs_size", "observe_nb", "Feature", "layout", "time_feature_index", "SCALE",

@@ -17,7 +17,6 @@ from numba import njit, prange
 from numba.typed import List
 
 from hetgym.envs.features import observe_nb
-from hetgym.sim.codes import RUNNING
 from hetgym.sim.events import (
     STEP_LOG_FULL,
     STEP_MOVED,
@@ -28,6 +27,7 @@ from hetgym.sim.events import (
 )
 from hetgym.sim.kernels import mask_fill_nb, queue_compact_nb
 from hetgym.sim.mirror import packer, struct_of
+from hetgym.sim.rules import may_preempt_nb
 from hetgym.sim.state import (
     ACC_ENERGY,
     ACC_NOW,
@@ -155,7 +155,7 @@ def window_mask_nb(P, S, run_window, ES):
         if r == run_window:
             break
         j = run.running[i]
-        if jobs.job_class[j] == 0 and js.status[j] == RUNNING and (limit < 0 or js.n_preempt[j] < limit):
+        if jobs.job_class[j] == 0 and may_preempt_nb(js.status[j], js.n_preempt[j], limit):
             rwin[r] = j
             mask[base + r] = True
             r += 1

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from hetgym.sim.rules import EPS
+
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.engine import Simulator
 
@@ -45,7 +47,7 @@ def gantt_figure(segments, devices, n_nodes: int, now: float, title: str = ""):
     fig, ax = plt.subplots(figsize=(6.4, 3.6), dpi=80)
     cmap = plt.get_cmap("tab10")
     for job, start, end, dev, node in segments:
-        ax.barh(node, max(end - start, 1e-9) / size, left=start / size, height=0.8,
+        ax.barh(node, max(end - start, EPS) / size, left=start / size, height=0.8,
                 color=cmap(dev % 10 if dev >= 0 else 9), edgecolor="k", linewidth=0.2)
     for i, d in enumerate(devices):
         ax.barh(-10, 0, color=cmap(i % 10), label=d)

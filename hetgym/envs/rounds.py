@@ -14,6 +14,7 @@ from hetgym.envs.candidates import own_on_nodes
 from hetgym.envs.decision_base import DecisionEnv
 from hetgym.envs.features import SCALE, Feature
 from hetgym.sim.codes import DONE, FUTURE, GRACE, QUEUED, RUNNING
+from hetgym.sim.rules import covers, limit_code, may_preempt
 from hetgym.specs import Scenario
 
 __all__ = ["HetClusterRoundsEnv"]
@@ -160,8 +161,8 @@ class HetClusterRoundsEnv(DecisionEnv):
                 earlier.add(n)  # servers of the copies already complete
         need_c = (used + 1) * jb.cpus_need[j, nd.dev]
         need_m = (used + 1) * jb.mem[j]
-        room = ((jb.tput[j, nd.dev] > 0) & (need_c <= sim.ns.free_cpus + oc + 1e-9)
-                & (need_m <= sim.ns.free_mem + om + 1e-9))
+        room = ((jb.tput[j, nd.dev] > 0) & covers(sim.ns.free_cpus + oc, need_c)
+                & covers(sim.ns.free_mem + om, need_m))
         if earlier:
             room[list(earlier)] = False
         out &= room[:, None]
@@ -178,14 +179,13 @@ class HetClusterRoundsEnv(DecisionEnv):
             return
         self._slots = self.slot_jobs()
         sim = self.sim
-        limit = sim.options.max_preemptions
+        limit = limit_code(sim.options.max_preemptions)
         for k, j in enumerate(self._slots):
             if self._job >= 0 and j != self._job:
                 continue
             base = k * m
             self._mask[base: base + ng] = self._gpu_mask(j)
-            if self._job < 0 and sim.js.status[j] == RUNNING and (
-                    limit is None or sim.js.n_preempt[j] < limit):
+            if self._job < 0 and may_preempt(sim.js.status[j], sim.js.n_preempt[j], limit):
                 self._mask[base + ng] = True
             w = int(sim.jobs.workers[j])
             if self._job == j and self._forkable(j) and len(self._gang) % w == 0:

@@ -33,6 +33,7 @@ import pandas as pd
 
 from hetgym import scenarios
 from hetgym.devices import get_device
+from hetgym.sim.rules import scaled_rate
 from hetgym.specs import ClusterSpec, NodeSpec, Objective, Scenario, SimOptions
 from hetgym.traces.lab import lab_data
 from hetgym.workload import Workload
@@ -91,7 +92,7 @@ def andreas_sim(n_nodes: int = 10, gpus: str = "2/1", seed: int = 0, load: float
     sec = np.asarray([float(a["epoch_seconds_v100"][APPLICATIONS[k]]) for k in app])
     t4 = get_device("t4").relative_speed / get_device("v100").relative_speed
     e = 0.8
-    fastest = epochs * sec / (g_v * g_v ** (e - 1.0))
+    fastest = epochs * sec / scaled_rate(g_v, 1.0, e)
     one_v100 = epochs * sec
     capacity = n_v * g_v + n_t * g_t * t4
     mean_gap = one_v100.mean() / (float(load) * capacity)

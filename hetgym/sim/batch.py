@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from numba import njit
 
-from hetgym.sim.codes import RUNNING
 from hetgym.sim.events import START_OK, STEP_LOG_FULL, preempt_nb, start_nb
+from hetgym.sim.rules import may_preempt_nb
 from hetgym.sim.state import CTR_SEG
 
 __all__ = ["PLAN_OK", "PLAN_REFUSED", "apply_plan_nb"]
@@ -46,7 +46,7 @@ def apply_plan_nb(pre, n_pre, limit, jobs, devs, wnodes, wgpus, n_st, P, S):
     js, run = S.job, S.run
     for i in range(n_pre):
         j = pre[i]
-        if js.status[j] != RUNNING or (limit >= 0 and js.n_preempt[j] >= limit):
+        if not may_preempt_nb(js.status[j], js.n_preempt[j], limit):
             return PLAN_REFUSED, i
         if P.jobs.grace[j] <= 0.0 and run.ctr[CTR_SEG] + 1 > run.seg_i.shape[0]:
             return PLAN_REFUSED, i

@@ -21,6 +21,7 @@ from hetgym.sim.codes import JobStatus
 from hetgym.sim.dispatch import Binder
 from hetgym.sim.engine_decisions import SimulatorDecisions
 from hetgym.sim.mirror import mirror
+from hetgym.sim.rules import EPS
 from hetgym.sim.state import (
     ACC_ENERGY,
     ACC_NOW,
@@ -377,9 +378,9 @@ class Simulator(SimulatorDecisions):
                 raise InvariantError("jobs left running or queued after all completed")
             if not np.array_equal(self.ns.free_gpus, self.nodes.gpus):
                 raise InvariantError("GPUs not all free at the end")
-        if (js.end[done] < js.first_start[done] - 1e-9).any():
+        if (js.end[done] < js.first_start[done] - EPS).any():
             raise InvariantError("a job ended before it started")
-        if (js.first_start[done] < self.jobs.arrival[done] - 1e-9).any():
+        if (js.first_start[done] < self.jobs.arrival[done] - EPS).any():
             raise InvariantError("a job started before it arrived")
 
     @property

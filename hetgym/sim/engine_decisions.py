@@ -21,6 +21,7 @@ from hetgym.decisions import (
 )
 from hetgym.sim import events as E
 from hetgym.sim.codes import GRACE, QUEUED, RUNNING, JobStatus
+from hetgym.sim.rules import below_limit, limit_code
 from hetgym.sim.state import ACC_WAKE, CTR_SEG
 
 __all__ = ["SimulatorDecisions"]
@@ -59,8 +60,7 @@ class SimulatorDecisions:
         i64 = np.int64
         pre, jobs, devs = arr(pre, dtype=i64), arr(jobs, dtype=i64), arr(devs, dtype=i64)
         nodes, gpus = arr(nodes, dtype=i64), arr(gpus, dtype=i64)
-        limit = self.options.max_preemptions
-        limit = -1 if limit is None else int(limit)
+        limit = limit_code(self.options.max_preemptions)
         if self.ctr[CTR_SEG] + n_pre > self.state.run.seg_i.shape[0]:
             self.grow_segments()
         p0 = s0 = 0
@@ -251,7 +251,7 @@ class SimulatorDecisions:
             st = JobStatus(js.status[job]).name if 0 <= job < self.n_jobs else "out of range"
             raise SchedulingError(f"Preempt: job {job} is {st}, not RUNNING")
         limit = self.options.max_preemptions
-        if limit is not None and js.n_preempt[job] >= limit:
+        if not below_limit(js.n_preempt[job], limit_code(limit)):
             raise SchedulingError(
                 f"Preempt: job {job} was already preempted {js.n_preempt[job]} times (limit {limit})"
             )

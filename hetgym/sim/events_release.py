@@ -10,6 +10,7 @@ from numba import njit
 from hetgym.sim.codes import GRACE, QUEUED, START_OK, STEP_LOG_FULL
 from hetgym.sim.interference import refresh_rates
 from hetgym.sim.kernels import alloc_call_nb, queue_push_front_nb
+from hetgym.sim.rules import kept_work_nb
 from hetgym.sim.state import ACC_NOW, ACC_POWER, CTR_RUN, CTR_SEG
 
 
@@ -116,8 +117,7 @@ def checkpoint_loss_nb(job, P, S):
     work = P.jobs.work[job]
     if P.opts.ckpt_work:
         done = work - js.remaining[job]
-        q = done / ckpt
-        kept = np.floor(q + 1e-9 * (q if q > 1.0 else 1.0)) * ckpt  # noqa: FURB136 (builtin min/max compile an overload)
+        kept = kept_work_nb(done, ckpt)
         if kept < done:
             left = work - kept
             js.remaining[job] = left if left < work else work  # noqa: FURB136 (builtin min/max compile an overload)

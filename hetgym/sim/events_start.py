@@ -28,6 +28,7 @@ from hetgym.sim.kernels import (
     queue_remove_nb,
     same_pairs_nb,
 )
+from hetgym.sim.rules import covers_nb
 from hetgym.sim.state import ACC_NOW, CTR_RUN
 
 
@@ -203,7 +204,7 @@ def place_start_nb(job, dev, P, S):
 def no_room_nb(unit, ns):
     """True when no device type has room for even one worker of any job."""
     for c in range(unit.shape[0]):
-        if ns.free_dev[c] + 1e-9 >= unit[c]:
+        if covers_nb(ns.free_dev[c], unit[c]):
             return False
     return True
 

@@ -32,7 +32,6 @@ import numpy as np
 from numba import njit
 
 from hetgym.sim.kernels_fit import (
-    EPS,
     fits_arrays_nb,
     fits_nb,
     mask_fill_nb,
@@ -62,6 +61,7 @@ from hetgym.sim.kernels_queue import (
     queue_push_nb,
     queue_remove_nb,
 )
+from hetgym.sim.rules import EPS, scaled_rate_nb
 
 __all__ = [
     "EPS",
@@ -71,9 +71,7 @@ __all__ = [
     "alloc_call_nb",
     "alloc_jobs_nb",
     "alloc_nb",
-    "best_duration_nb",
     "check_placement_nb",
-    "duration_nb",
     "fits_arrays_nb",
     "fits_nb",
     "job_rate_nb",
@@ -113,8 +111,8 @@ def rate_nb(w, wnodes, wgpus, tput_row, comm, nodes, opts):
         if t < mn:
             mn = t
     rate = w * mn
-    if opts.scaling_exponent != 1.0:
-        rate *= w ** (opts.scaling_exponent - 1.0)
+    if opts.scaling_exponent != 1.0:  # else the same value without a call of pow
+        rate = scaled_rate_nb(w, mn, opts.scaling_exponent)
     if w > 1 and comm > 0.0 and opts.topology_coeff > 0.0:
         s = 0.0
         for a in range(w):
@@ -142,27 +140,3 @@ def job_rate_nb(job, w, wnodes, wgpus, P):
     if e != opts.scaling_exponent:
         r *= w ** (e - opts.scaling_exponent)
     return r
-
-
-@njit(cache=True, inline="always")
-def duration_nb(amount, w, t, e):
-    """Run time of ``amount`` iterations for ``w`` workers at per-worker throughput ``t``
-    with scaling exponent ``e`` (``inf`` if ``t <= 0``)."""
-    if t <= 0.0:
-        return np.inf
-    if e == 1.0:  # w ** 0.0 is 1.0 exactly: the same value without a call of pow
-        return amount / (w * t)
-    return amount / (w * t * w ** (e - 1.0))
-
-
-@njit(cache=True, inline="always")
-def best_duration_nb(amount, j, jobs, e):
-    """Run time of ``amount`` iterations of job ``j`` on its fastest device type that can
-    hold its gang (the scalar form of :func:`hetgym.sim.state.best_durations`)."""
-    best = np.inf
-    for c in range(jobs.tput.shape[1]):
-        if jobs.holdable[j, c]:
-            d = duration_nb(amount, jobs.workers[j], jobs.tput[j, c], e)
-            if d < best:
-                best = d
-    return best

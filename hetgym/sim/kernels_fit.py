@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-EPS = 1e-9
+from hetgym.sim.rules import covers_nb, slots_nb
 
 
 @njit(cache=True, inline="always")
@@ -19,11 +19,11 @@ def slots_free_nb(is_cpu, cpus, mem, gpus_free, cpus_free, mem_free):
     if not is_cpu:
         s = gpus_free
     if cpus > 0:
-        k = np.int64(np.floor(cpus_free / cpus + EPS))
+        k = np.int64(slots_nb(cpus_free, cpus))
         if k < s:
             s = k
     if mem > 0:
-        k = np.int64(np.floor(mem_free / mem + EPS))
+        k = np.int64(slots_nb(mem_free, mem))
         if k < s:
             s = k
     if s == big:  # a job needing nothing: cap at 1 << 20 workers per node
@@ -49,7 +49,7 @@ def may_fit_free_nb(w, cpus, is_cpu, dev_free):
     """Cheap necessary condition (O(1), from a type's free units ``dev_free``, an entry of
     the per-type summary ``free_dev``) for ``w`` workers of ``cpus`` cores each."""
     if is_cpu:
-        return cpus <= 0.0 or dev_free + EPS >= w * cpus
+        return cpus <= 0.0 or covers_nb(dev_free, w * cpus)
     return dev_free >= w
 
 

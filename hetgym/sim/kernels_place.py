@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hetgym.sim.kernels_fit import EPS, may_fit_nb, slots_free_nb
+from hetgym.sim.kernels_fit import may_fit_nb, slots_free_nb
+from hetgym.sim.rules import EPS, covers_nb
 
 #: Scratch rows of ``run.scr_i``.
 SCR_SLOTS, SCR_TAKE, SCR_ORDER = 0, 1, 2
@@ -209,9 +210,9 @@ def check_placement_nb(w, wnodes, wgpus, cpus_row, mem, nodes, ns, scr_f):
         scr_f[1, n] += mem
     for i in range(w):
         n = wnodes[i]
-        if scr_f[0, n] > ns.free_cpus[n] + EPS:
+        if not covers_nb(ns.free_cpus[n], scr_f[0, n]):
             return 4
-        if scr_f[1, n] > ns.free_mem[n] + EPS:
+        if not covers_nb(ns.free_mem[n], scr_f[1, n]):
             return 5
     return 0
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from hetgym.sim.codes import PlacementPolicy
+from hetgym.sim.rules import limit_code
 from hetgym.sim.state_jobs import interference_matrix
 from hetgym.sim.state_nodes import build_nodes
 from hetgym.sim.state_types import (
@@ -42,7 +43,7 @@ def build_params(scenario: Scenario, jobs: JobArrays, round_length: float | None
         network_distance=float(o.network_distance),
         idle_power=0.0 if busy_nodes else float(nodes.idle_w.sum()),
         policy=int(PlacementPolicy.of(o.placement)),
-        limit=-1 if o.max_preemptions is None else int(o.max_preemptions),
+        limit=limit_code(o.max_preemptions),
         ckpt_work=o.checkpoint_unit == "work",
         fork_sync=float(o.restart_delay if o.fork_sync_delay is None else o.fork_sync_delay),
         max_copies=max_copies(o.max_copies, jobs, nodes),

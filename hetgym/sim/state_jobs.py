@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hetgym.sim.rules import scaled_rate
 from hetgym.sim.state_nodes import build_nodes, gang_fits
 from hetgym.sim.state_types import JobArrays
 from hetgym.specs import Scenario
@@ -137,12 +138,11 @@ def best_durations(jobs: JobArrays, amount: np.ndarray | None = None,
     ``amount / (W x tput x W^(e-1))`` minimised over the types where ``tput > 0``
     and the gang fits (:func:`gang_fits`); ``amount`` defaults to the whole work and
     ``e`` to 1 (linear scaling: the reference of slowdown and progress metrics).
-    The scalar form inside kernels is :func:`hetgym.sim.kernels.best_duration_nb`.
+    The scalar form is :func:`hetgym.sim.rules.best_duration`.
     """
     amount = jobs.work if amount is None else amount
     w = jobs.workers.astype(np.float64)
-    eff = w ** (scaling_exponent - 1.0)
     ok = (jobs.tput > 0) & jobs.holdable
     with np.errstate(divide="ignore", invalid="ignore"):
-        d = amount[:, None] / (w[:, None] * jobs.tput * eff[:, None])
+        d = amount[:, None] / scaled_rate(w[:, None], jobs.tput, scaling_exponent)
     return np.min(np.where(ok, d, np.inf), axis=1)

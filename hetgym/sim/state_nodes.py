@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from hetgym.sim.rules import slots
 from hetgym.sim.state_types import NodeArrays
 from hetgym.specs import ClusterSpec, Scenario
 
@@ -96,8 +97,8 @@ def node_slots(n: int, cpus_need: np.ndarray, mem: np.ndarray, nodes: NodeArrays
     d = int(nodes.dev[n])
     per = np.full(len(mem), _BIG if nodes.dev_is_cpu[d] else int(nodes.gpus[n]), dtype=np.int64)
     c = cpus_need[:, d]
-    k = np.floor(nodes.cpus[n] / np.where(c > 0, c, 1.0) + 1e-9)
+    k = slots(nodes.cpus[n], np.where(c > 0, c, 1.0))
     per = np.where(c > 0, np.minimum(per, k), per)
-    k = np.floor(nodes.mem[n] / np.where(mem > 0, mem, 1.0) + 1e-9)
+    k = slots(nodes.mem[n], np.where(mem > 0, mem, 1.0))
     per = np.where(mem > 0, np.minimum(per, k), per).astype(np.int64)
     return np.minimum(per, _BIG)

@@ -18,6 +18,7 @@ from hetgym.sim import kernels as K
 from hetgym.sim.interference import interfered_rate_nb
 from hetgym.sim.codes import GRACE, RUNNING
 from hetgym.sim.dispatch import entry
+from hetgym.sim.rules import EPS, duration_nb, scaled_rate
 from hetgym.sim.state import NodeState
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -218,7 +219,7 @@ class View:
         if L <= 0:
             return False
         k = round(self.now / L)
-        return abs(self.now - k * L) <= 1e-9 * L
+        return abs(self.now - k * L) <= EPS * L
 
     @property
     def round_index(self) -> int:
@@ -228,7 +229,7 @@ class View:
         if L <= 0:
             return -1
         k = round(self.now / L)
-        return int(k) if abs(self.now - k * L) <= 1e-9 * L else int(self.now // L)
+        return int(k) if abs(self.now - k * L) <= EPS * L else int(self.now // L)
 
     def jobs_on_node(self, node: int) -> np.ndarray:
         """Jobs holding at least one worker on ``node`` (in start order)."""
@@ -361,12 +362,12 @@ class View:
         if not jb.holdable[job, dev]:
             return float("inf")
         if g is None:
-            return float(K.duration_nb(jb.work[job], jb.workers[job], jb.tput[job, dev],
+            return float(duration_nb(jb.work[job], jb.workers[job], jb.tput[job, dev],
                                        jb.scale_exp[job]))
         if not jb.min_workers[job] <= g <= jb.max_workers[job]:
             raise ValueError(f"duration: job {job} takes {jb.min_workers[job]} to "
                              f"{jb.max_workers[job]} workers, got g={g}")
-        return float(K.duration_nb(jb.work[job], int(g), jb.tput[job, dev], jb.scale_exp[job]))
+        return float(duration_nb(jb.work[job], int(g), jb.tput[job, dev], jb.scale_exp[job]))
 
     def durations(self, jobs: np.ndarray, remaining: bool = False) -> np.ndarray:
         """``(len(jobs), C)`` estimated durations (of all work, or what remains); inf where
@@ -374,8 +375,7 @@ class View:
         s = self._sim
         jb = s.jobs
         w = jb.workers[jobs].astype(np.float64)
-        eff = w ** (jb.scale_exp[jobs] - 1.0)
         work = s.js.remaining[jobs] if remaining else jb.work[jobs]
         with np.errstate(divide="ignore"):
-            d = work[:, None] / (w[:, None] * jb.tput[jobs] * eff[:, None])
+            d = work[:, None] / scaled_rate(w[:, None], jb.tput[jobs], jb.scale_exp[jobs][:, None])
         return np.where((jb.tput[jobs] > 0) & jb.holdable[jobs], d, np.inf)
