@@ -39,6 +39,7 @@ import numpy as np
 
 from baselines.parts import DeviceChoice, FastestFirst
 from hetgym.decisions import Decision, Move, Placement, Preempt, Start
+from hetgym.sim.rules import EPS
 
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.view import View
@@ -74,7 +75,7 @@ class MigratingSRPT:
 
     def _full(self, cap) -> bool:
         """Whether no device type has room for the smallest worker of any job."""
-        return bool(np.all(np.asarray(cap.free_dev) + 1e-9 < self._least))
+        return bool(np.all(np.asarray(cap.free_dev) + EPS < self._least))
 
     def decide(self, view: View) -> list[Decision]:
         """Preemptions, moves and starts that make the cluster run the SRPT order."""
