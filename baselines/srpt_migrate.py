@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from baselines.parts import DeviceChoice, FastestFirst
-from hetgym.decisions import Decision, Move, Placement, Preempt, Start
-from hetgym.sim.rules import EPS
+from hetgym.decisions import Decision, Move, Placement, Preempt, SchedulerBase, Start
+from hetgym.sim.rules import below_limit, covers, limit_code
 
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.view import View
@@ -48,7 +48,7 @@ __all__ = ["MigratingSRPT"]
 
 
 @dataclass
-class MigratingSRPT:
+class MigratingSRPT(SchedulerBase):
     """Preemptive SRPT that re-plans every job at every event (module docstring).
 
     Attributes:
@@ -75,7 +75,7 @@ class MigratingSRPT:
 
     def _full(self, cap) -> bool:
         """Whether no device type has room for the smallest worker of any job."""
-        return bool(np.all(np.asarray(cap.free_dev) + EPS < self._least))
+        return not bool(np.any(covers(np.asarray(cap.free_dev, dtype=np.float64), self._least)))
 
     def decide(self, view: View) -> list[Decision]:
         """Preemptions, moves and starts that make the cluster run the SRPT order."""
@@ -83,9 +83,9 @@ class MigratingSRPT:
         r = np.asarray(view.running, dtype=np.int64)
         if len(q) == 0 and len(r) == 0:
             return []
-        limit = view.max_preemptions
+        limit = limit_code(view.max_preemptions)
         movable = np.asarray([j for j in r.tolist()
-                              if not (view.in_grace(j) or (limit is not None and view.n_preempt[j] >= limit))],
+                              if not view.in_grace(j) and below_limit(int(view.n_preempt[j]), limit)],
                              dtype=np.int64)
         cand = np.concatenate([movable, q])
         if len(cand) == 0:

@@ -83,7 +83,7 @@ def test_refill_gives_the_arrays_of_reset_window(kwargs: dict) -> None:
         _assert_same_sim(env.sim, ref)
         np.testing.assert_array_equal(env._ep.inv_best, 1.0 / best_durations(ref.jobs))
         assert not env._es.rew.any()
-        env.steps, env._stuck = 0, False
+        env.steps, env._stuck, env._ended_episode = 0, False, False
         env._advance_until_decision(force=True)
     assert refilled >= 10
 
