@@ -1,4 +1,4 @@
-"""Hand-written schedulers (baselines), one module per family.
+"""Hand-written schedulers (baselines), one package per family.
 
 ``baselines.names()`` lists them and ``baselines.make(name, **params)`` builds
 one. Each is a :class:`hetgym.decisions.Scheduler`: ``reset(view)`` and
@@ -12,7 +12,7 @@ import importlib.util
 import pkgutil
 from typing import Any, Callable
 
-from baselines.classic import FIFO, SJF, SRPT, PolicyScheduler
+from baselines.classic.schedulers import FIFO, SJF, SRPT, PolicyScheduler
 from hetgym._lazy import lazy_attributes
 from hetgym.decisions import Scheduler
 
@@ -54,15 +54,16 @@ register("srpt", SRPT.make)
 #: that ``import baselines`` loads only the classic schedulers
 #: (tests/baselines/test_registry.py checks these lists against the modules).
 FAMILIES: dict[str, tuple[str, ...]] = {
-    "baselines.allox": ("allox", "allox+", "es", "drff", "drfs", "drfa", "bf", "jsq+", "sjf+"),
-    "baselines.fitgpp": ("fitgpp", "lrtp", "rand"),
-    "baselines.andreas": ("andreas-rg", "andreas-fifo", "andreas-edf", "andreas-ps"),
-    "baselines.gavel": ("gavel-las", "gavel-las-perf", "gavel-fifo", "gavel-fifo-perf", "gavel-ftf",
-                        "gavel-ftf-perf", "gavel-makespan", "gavel-maxtput"),
-    "baselines.tiresias": ("tiresias",),
-    "baselines.yarn": ("yarn-cs",),
-    "baselines.topo": ("topo-aware", "topo-aware-p", "topo-fcfs", "topo-bf"),
-    "baselines.hadar": ("hadar", "hadare"),
+    "baselines.allox.schedulers": ("allox", "allox+", "es", "drff", "drfs", "drfa", "bf", "jsq+",
+                                   "sjf+"),
+    "baselines.fitgpp.schedulers": ("fitgpp", "lrtp", "rand"),
+    "baselines.andreas.schedulers": ("andreas-rg", "andreas-fifo", "andreas-edf", "andreas-ps"),
+    "baselines.gavel.schedulers": ("gavel-las", "gavel-las-perf", "gavel-fifo", "gavel-fifo-perf",
+                                   "gavel-ftf", "gavel-ftf-perf", "gavel-makespan", "gavel-maxtput"),
+    "baselines.tiresias.schedulers": ("tiresias",),
+    "baselines.tiresias.yarn": ("yarn-cs",),
+    "baselines.topo.schedulers": ("topo-aware", "topo-aware-p", "topo-fcfs", "topo-bf"),
+    "baselines.hadar.schedulers": ("hadar", "hadare"),
 }
 
 

@@ -57,9 +57,9 @@ QUICK_SEEDS = [0, 1, 2]
 def make(name: str) -> Any:
     """A scheduler of the study by name (``allox[alpha=a]`` for other alphas)."""
     import baselines
-    from baselines.allox import AlloX
-    from baselines.classic import SRPT
-    from baselines.parts import FastestOnly
+    from baselines.allox.schedulers import AlloX
+    from baselines.classic.schedulers import SRPT
+    from baselines.common.parts import FastestOnly
 
     if name.startswith("allox[alpha="):
         return AlloX(alpha=float(name[len("allox[alpha="):-1]))
@@ -77,7 +77,7 @@ def run_metrics(sc: Any, name: str, seed: int) -> dict[str, float]:
     std of user progress), the avg JCT of the longest 1% jobs (by best duration) and the
     jobs of the user with the longest jobs completed by the last arrival (Fig. 15)."""
     import hetgym
-    from baselines.allox_shares import allox_progress_timeline
+    from baselines.allox.shares import allox_progress_timeline
 
     t = time.process_time()
     res = hetgym.simulate(sc, make(name), seed=seed)
@@ -112,7 +112,7 @@ def diagnose(seed: int = 0, n_jobs: int | None = None) -> str:
     """Evidence for the gaps: device mix of AlloX, DRFA, ES, both SRPTs and AlloX+ at three
     timeouts, and the spread of the users' mean speedups (what DRFA averages over)."""
     import hetgym
-    from baselines.allox_plus import AlloXPlus
+    from baselines.allox.plus import AlloXPlus
 
     sc = hetgym.scenarios.get("allox-hybrid", setting="paper", seed=seed, n_jobs=n_jobs)
     f = sc.workload.frame

@@ -32,7 +32,7 @@ def worked_example_rows() -> list:
     sec. 3.1) through the simulator; average JCT in the paper's minutes (read as seconds)."""
     import baselines
     import hetgym
-    from baselines.allox import AlloX
+    from baselines.allox.schedulers import AlloX
     from hetgym.presets.allox import (
         JSQ_PLUS_EXAMPLE,
         SJF_PLUS_EXAMPLE,

@@ -37,10 +37,10 @@ import pandas as pd
 
 import baselines
 import hetgym
-from baselines.allox import AlloX
-from baselines.allox_parts import allox_progress_timeline
-from baselines.classic import SRPT
-from baselines.parts import FastestOnly
+from baselines.allox.schedulers import AlloX
+from baselines.allox.parts import allox_progress_timeline
+from baselines.classic.schedulers import SRPT
+from baselines.common.parts import FastestOnly
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from allox_paper_study import paper_regime_rows  # noqa: F401  (re-exported)

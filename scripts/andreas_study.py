@@ -222,7 +222,7 @@ def worked_example_rows() -> list:
     """The spec's worked examples A-1..A-3 (sec. 4.7) through the simulator (seconds)."""
     import baselines
     import hetgym
-    from baselines.andreas import AndreasRG
+    from baselines.andreas.schedulers import AndreasRG
     from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
     from hetgym.reproduction import Row
     from hetgym.specs import PowerModel

@@ -11,7 +11,7 @@ run on ``fitgpp-lab`` (``--jobs`` jobs), then times the kernel (CPU time, the be
     python scripts/bench_andreas.py --scenario andreas-sim --nodes 20 --jobs 0 --every 10
 
 The kernel's first ``NARGS`` = 34 arguments (31 before the search took the nodes' cores and
-memory, ``baselines/andreas_fit.py``) are the same across versions of one signature, so
+memory, ``baselines/andreas/fit.py``) are the same across versions of one signature, so
 calls recorded with one tree can be timed with another (run with that tree on
 ``PYTHONPATH``). ``scan=False`` and ``prune=True`` are passed, not omitted (omitted
 arguments take Numba's slow dispatch).
@@ -31,7 +31,7 @@ NARGS = 34  # the search kernel's arguments before scan and prune
 def record(n_jobs: int, every: int, scenario: str = "fitgpp-lab", **kw) -> list[tuple]:
     """The kernel's arguments at every ``every``-th decision point of a run on
     ``scenario`` (``n_jobs`` jobs unless 0: the scenario's default)."""
-    import baselines.andreas as andreas_mod
+    import baselines.andreas.schedulers as andreas_mod
     import hetgym
 
     calls: list[tuple] = []
@@ -57,7 +57,7 @@ def record(n_jobs: int, every: int, scenario: str = "fitgpp-lab", **kw) -> list[
 def time_calls(calls: list[tuple], repeat: int, chunks: int = 0) -> tuple[float, float, list[float]]:
     """Best CPU and best wall seconds per pass over ``calls`` and the objectives found;
     ``chunks`` > 0: the threaded search (``rg_search_par_nb``) with that many chunks."""
-    import baselines.andreas_kernel as kern
+    import baselines.andreas.kernel as kern
 
     fn, extra = kern.rg_search_nb, (False, True)  # scan, prune
     if chunks > 0:

@@ -71,7 +71,7 @@ def _scenario(n_jobs: int, seed: int, P: int | None, load: float | None,
 def make_scheduler(task: Task) -> Any:
     """The scheduler of a task (FIFO: the registered ``fifo``'s parts, single-node)."""
     import baselines
-    from baselines.fitgpp import NodeLocalFIFO
+    from baselines.fitgpp.schedulers import NodeLocalFIFO
 
     if task.algo == "FIFO":
         return NodeLocalFIFO()
@@ -88,7 +88,7 @@ def make_scheduler(task: Task) -> Any:
     return sched
 
 
-#: Each preemptive algorithm's own accounting of GP-held resources (baselines.fitgpp).
+#: Each preemptive algorithm's own accounting of GP-held resources (baselines.fitgpp.schedulers).
 DEFAULT_GRACE = {"LRTP": False, "RAND": False, "FitGpp": True}
 
 

@@ -137,7 +137,7 @@ def run_gavel(gavel_dir: Path, python: str, trace10: Path, policy: str, seed: in
 
 def main(argv: list[str] | None = None) -> int:
     # imported here, not at the top: scripts/bench_startup.py imports this module for a FIFO run
-    from baselines.gavel import POLICIES, Gavel
+    from baselines.gavel.schedulers import POLICIES, Gavel
     from hetgym.cli import plain_doc
 
     ap = argparse.ArgumentParser(description=plain_doc(__doc__.split("\n\n")[0]))

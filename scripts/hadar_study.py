@@ -342,7 +342,7 @@ def worked_example_rows() -> list:
     (sec. II-A, Fig. 1a; spec G-4) run through the simulator (seconds)."""
     import baselines
     import hetgym
-    from baselines.gavel import Gavel
+    from baselines.gavel.schedulers import Gavel
     from hetgym.presets.tiny import tiny_scenario
     from hetgym.reproduction import Row
 

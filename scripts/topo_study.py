@@ -249,8 +249,8 @@ def worked_example_rows() -> list:
     """The spec's worked examples T-2..T-5 (sec. 5.7) through the simulator (seconds)."""
     import pandas as pd
 
-    from baselines.topo import TopoAware, TopoBF, TopoFCFS
-    from baselines.topo_parts import MIN_COST, UtilityModel
+    from baselines.topo.schedulers import TopoAware, TopoBF, TopoFCFS
+    from baselines.topo.parts import MIN_COST, UtilityModel
     from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
     from hetgym.reproduction import Row
     from hetgym.specs import minsky_topology

@@ -42,7 +42,7 @@ print(json.dumps({"loaded": loaded, "ids": ids, "hooks": [hooks, ours()],
 def test_import_loads_neither_numba_nor_gymnasium_and_registers_on_gymnasium_import():
     res = _run(_LIGHT)
     heavy = {"numba", "gymnasium", "pandas", "hetgym.sim.engine", "hetgym.sim.events",
-             "baselines.kernels", "scipy"}
+             "baselines.common.kernels", "scipy"}
     assert not heavy & set(res["loaded"]), sorted(heavy & set(res["loaded"]))
     assert res["ids"] == IDS
     assert res["hooks"] == [1, 0]  # the one-shot hook was there, and removed itself

@@ -1,7 +1,7 @@
 """Scenarios of the AlloX paper; importing this module registers ``allox-hybrid`` and
 ``allox-paper`` (``allox-hybrid`` with ``setting="paper"``, :mod:`hetgym.presets.allox_paper`).
 
-The AlloX schedulers that run on them are in ``baselines.allox`` and ``baselines.drf``.
+The AlloX schedulers that run on them are in ``baselines.allox.schedulers`` and ``baselines.allox.drf``.
 
 * ``allox-hybrid`` (sec. 5.1, "Simulator"): 20 GPUs (K80, one per node, 4 host
   cores), 20 CPUs of 20 cores each (one CPU = one slot: ``cpu_slot_cores=20``),

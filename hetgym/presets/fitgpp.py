@@ -13,7 +13,7 @@ bound; the reading before the "sane results" issue). Options: ``P = 1``
 restart delay (the paper models none). Override any option as usual, e.g.
 ``get("fitgpp-lab", max_preemptions=None)`` for unlimited preemptions.
 
-The FitGpp schedulers that run on it are in ``baselines.fitgpp``.
+The FitGpp schedulers that run on it are in ``baselines.fitgpp.schedulers``.
 """
 
 from __future__ import annotations

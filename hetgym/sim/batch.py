@@ -1,6 +1,6 @@
 """A scheduler's plan applied in one compiled call: preemptions, then starts.
 
-A scheduler that plans a whole decision point in a kernel (``baselines.classic.SRPT``)
+A scheduler that plans a whole decision point in a kernel (``baselines.classic.schedulers.SRPT``)
 gets its preemptions and starts as arrays. Applying them one by one through
 :meth:`~hetgym.sim.engine.Simulator.apply` costs a Python round trip per decision
 (building ``Preempt``/``Start`` objects, checking them, one kernel call each: about

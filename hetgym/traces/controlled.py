@@ -15,7 +15,7 @@ The FIFO used here is the engine's, driven by a small strict-FIFO rule: jobs in
 arrival order, each on its fastest device type where the engine's ``pack`` placement
 puts its whole gang on one node (multi-node only for a gang no node could ever
 hold); nothing behind a job that does not fit starts. That is the rule of
-``baselines.fitgpp.NodeLocalFIFO`` (the study's FIFO), written again here so that
+``baselines.fitgpp.schedulers.NodeLocalFIFO`` (the study's FIFO), written again here so that
 ``hetgym`` does not import ``baselines``; a test checks that the two agree.
 """
 

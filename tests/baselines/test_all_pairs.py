@@ -26,7 +26,7 @@ NOT_APPLICABLE: dict[tuple[str, str], str] = {}
 
 
 def _expected_stall(name: str, sched, sc, res) -> bool:
-    """ES (``baselines.drf.EqualShare``) gives some users no machine at all when users
+    """ES (``baselines.allox.drf.EqualShare``) gives some users no machine at all when users
     outnumber machines; their jobs never start, by its definition (its docstring). Such a
     stall is expected when every unfinished job belongs to a user with a zero quota."""
     quota = getattr(sched, "quota", None)

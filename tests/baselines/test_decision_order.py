@@ -11,9 +11,9 @@ import pytest
 
 import baselines
 import hetgym
-from baselines.gavel_place import carry_out
-from baselines.hadar_emit import emit
-from baselines.ledger import Ledger, at_limit, preemptible
+from baselines.gavel.place import carry_out
+from baselines.hadar.emit import emit
+from baselines.common.ledger import Ledger, at_limit, preemptible
 from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
 from hetgym.decisions import Move, Placement, Preempt, Start
 from hetgym.sim.engine import Simulator

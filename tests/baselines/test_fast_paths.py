@@ -1,7 +1,7 @@
 """The fast paths of the classic baselines give exactly the straightforward schedule.
 
 ``PolicyScheduler`` (FIFO with backfill, SJF, BF) and ``SRPT`` keep the waiting jobs
-in shape groups (:class:`baselines.parts.WaitingGroups`) and look only at the jobs
+in shape groups (:class:`baselines.common.parts.WaitingGroups`) and look only at the jobs
 that could start. Here each is run job by job against a plain implementation kept
 in this file (order the whole queue at every decision point, try every job), on
 random workloads long enough for queues well past the short-queue shortcut, with
@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 import baselines
 import hetgym
-from baselines.classic import SRPT
-from baselines.parts import FastestOnly, WaitingGroups, preference
-from baselines.srpt_plan import exact_sums
+from baselines.classic.schedulers import SRPT
+from baselines.common.parts import FastestOnly, WaitingGroups, preference
+from baselines.classic.srpt_plan import exact_sums
 from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
 from hetgym.decisions import Preempt, Start
 from hetgym.sim.engine import Simulator
@@ -357,8 +357,8 @@ def plain_list_schedule(workers, jobs, p, dev, omega, now, fails) -> list[tuple[
 def test_allox_plus_list_schedule_matches_heaps(seed) -> None:
     from types import SimpleNamespace
 
-    from baselines.allox_plus import _list_schedule
-    from baselines.allox_parts import MachinePool
+    from baselines.allox.plus import _list_schedule
+    from baselines.allox.parts import MachinePool
     from hetgym.decisions import Placement
 
     rng = np.random.default_rng(seed)

@@ -23,28 +23,29 @@ def test_family_lists_match_the_modules_baselines():
 
 
 _IMPORT = """
-import json, sys
+import importlib, json, sys
 import baselines, hetgym
 before = sorted(m for m in sys.modules if m.startswith("baselines."))
 s = baselines.make("topo-bf")
 print(json.dumps({"before": before, "made": type(s).__module__,
-                  "topo": "baselines.topo" in sys.modules, "hadar": "baselines.hadar" in sys.modules,
-                  "attr": baselines.hadar.BASELINES["hadar"].__module__}))
+                  "topo": "baselines.topo.schedulers" in sys.modules, "hadar": "baselines.hadar.schedulers" in sys.modules,
+                  "attr": importlib.import_module("baselines.hadar.schedulers").BASELINES["hadar"].__module__,
+                  "family": baselines.hadar.__name__}))
 """
 
 
 def test_import_loads_only_the_classic_schedulers_and_make_loads_a_family():
     """``import baselines`` imports no paper family (nor SRPT's plan kernels); ``make``
-    imports the family of the name it builds, and ``baselines.<module>`` imports that module."""
+    imports the family of the name it builds, and ``baselines.<family>`` imports that package."""
     out = subprocess.run([sys.executable, "-c", _IMPORT], cwd=ROOT, capture_output=True, text=True,
                          check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     res = json.loads(out.stdout.strip().splitlines()[-1])
     families = {m for m in baselines.FAMILIES}
     assert not families & set(res["before"]), res["before"]
-    assert "baselines.classic" in res["before"]
-    assert "baselines.srpt_plan" not in res["before"]  # SRPT's kernels load with its first run
-    assert res["made"] == "baselines.topo" and res["topo"] and not res["hadar"]
-    assert res["attr"] == "baselines.hadar"
+    assert "baselines.classic.schedulers" in res["before"]
+    assert "baselines.classic.srpt_plan" not in res["before"]  # SRPT's kernels load with its first run
+    assert res["made"] == "baselines.topo.schedulers" and res["topo"] and not res["hadar"]
+    assert res["attr"] == "baselines.hadar.schedulers" and res["family"] == "baselines.hadar"
 
 
 def test_unknown_name_and_bad_parameter():

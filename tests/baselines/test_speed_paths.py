@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 
 import hetgym
-from baselines.andreas import FirstPrinciple
-from baselines.andreas_parts import config_table, start_outside_model, take_gpus
-from baselines.gavel import Gavel
-from baselines.tiresias import Tiresias
+from baselines.andreas.schedulers import FirstPrinciple
+from baselines.andreas.parts import config_table, start_outside_model, take_gpus
+from baselines.gavel.schedulers import Gavel
+from baselines.tiresias.schedulers import Tiresias
 from hetgym.decisions import Decision, Placement, Start
 from tests.baselines.test_fast_paths import assert_same_schedule
 
@@ -106,8 +106,8 @@ def test_gavel_server_walk_matches_plain(policy: str, scen: str, kw: dict, monke
     """Gavel's compiled assignment gives the schedule of the plain server walk (every node
     of the type, its free GPUs listed)."""
     sc = hetgym.scenarios.get(scen, **kw)
-    from baselines import gavel as gavel_mod
-    from tests.baselines import gavel_reference
+    from baselines.gavel import schedulers as gavel_mod
+    from tests.baselines.gavel import gavel_reference
 
     fast = hetgym.simulate(sc, Gavel(policy=policy))
     monkeypatch.setattr(gavel_reference._Free, "first", plain_first)

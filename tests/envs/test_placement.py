@@ -107,7 +107,7 @@ class _Ticker:
         self.calls += 1
         if view.now % 500.0:
             return []
-        from baselines.topo_parts import first_fit
+        from baselines.topo.parts import first_fit
 
         cap, out = view.capacity(), []
         for j in view.queue.tolist():

@@ -12,8 +12,8 @@ import pytest
 
 import baselines
 import hetgym
-from baselines.classic import SRPT
-from baselines.parts import FastestOnly
+from baselines.classic.schedulers import SRPT
+from baselines.common.parts import FastestOnly
 from hetgym.decisions import Cadence, Placement, Preempt, SchedulingError, Start, cadence_of
 from hetgym.sim.codes import JobStatus
 from hetgym.sim.engine import Simulator

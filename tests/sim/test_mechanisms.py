@@ -548,7 +548,7 @@ def test_stalled_queue_with_rounds_ends() -> None:
 
 
 def test_fastest_only_waits_for_a_type_that_can_hold_the_gang() -> None:
-    """Regression (was a bug in baselines/parts.py ``FastestOnly.candidates``): it
+    """Regression (was a bug in baselines/common/parts.py ``FastestOnly.candidates``): it
     returned ``argmax(tput)`` even when the nodes of that type can never hold the job's
     gang, so ``make("fifo"/"sjf"/"srpt", device="fastest")`` left such a job waiting
     forever (run stalled, job unfinished)."""
@@ -557,13 +557,13 @@ def test_fastest_only_waits_for_a_type_that_can_hold_the_gang() -> None:
 
 
 def test_allox_cpu_machines_with_zero_core_jobs() -> None:
-    """Regression (was a bug in baselines/allox_parts.py ``slot_cores`` /
+    """Regression (was a bug in baselines/allox/parts.py ``slot_cores`` /
     ``slots_per_device``): with ``cpu_slot_cores`` unset, the cores of one CPU machine
     were the jobs' median ``cpus`` floored at 1e-9, so jobs needing 0 cores (valid:
     ``cpus >= 0``) made a 4-core node count as 4e9 machines and ``allox``, ``allox+``
     and ``jsq+`` ran out of memory. The simulator places such workers by memory
     (16 GB / 1 GB = 16 per node); the AlloX count must not exceed that."""
-    from baselines.allox_parts import slots_per_device
+    from baselines.allox.parts import slots_per_device
 
     nodes = [NodeSpec(name="k", gpu_type="K80", gpus=1, cpus=4, mem_gb=16),
              NodeSpec(name="c", gpu_type=None, gpus=0, cpus=4, mem_gb=16)]

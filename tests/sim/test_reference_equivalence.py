@@ -37,8 +37,8 @@ from hypothesis import strategies as st
 
 import baselines
 import hetgym
-from baselines.classic import SRPT
-from baselines.parts import FastestFirst, FastestOnly
+from baselines.classic.schedulers import SRPT
+from baselines.common.parts import FastestFirst, FastestOnly
 from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
 from hetgym.decisions import Cadence, Move, Placement, Preempt, SchedulerBase, Start, cadence_of
 from tests import reference_sim as R

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import hetgym
-from baselines.fitgpp import NodeLocalFIFO
+from baselines.fitgpp.schedulers import NodeLocalFIFO
 from hetgym.traces.controlled import dominant_shares
 
 

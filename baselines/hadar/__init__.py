@@ -1,0 +1,3 @@
+"""Hadar and HadarE (:mod:`.schedulers`), with their parts (:mod:`.parts`), the compiled
+search (:mod:`.compiled`, :mod:`.kernels`) and the decisions of a round (:mod:`.emit`).
+"""
