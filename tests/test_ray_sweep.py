@@ -30,6 +30,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+# Slow (starts local Ray clusters): run with -m slow.
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
 try:  # where `ray start` records the node's cluster (private, so with a fallback)
     from ray._private.utils import get_ray_address_file as ray_address_file

@@ -25,6 +25,9 @@ from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
 from hetgym.decisions import Preempt, Start
 from hetgym.sim.engine import Simulator
 
+# Slow (fast paths against the plain orderings): run with -m slow.
+pytestmark = pytest.mark.slow
+
 EXAMPLES = settings(max_examples=25, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow])
 

@@ -22,6 +22,9 @@ from baselines.tiresias.schedulers import Tiresias
 from hetgym.decisions import Decision, Placement, Start
 from tests.baselines.test_fast_paths import assert_same_schedule
 
+# Slow (compiled walks against the plain Python walks): run with -m slow.
+pytestmark = pytest.mark.slow
+
 
 def assert_same_results(a: hetgym.Result, b: hetgym.Result) -> None:
     """Job by job: start, end, device, preemptions, restarts; segments; decision points."""

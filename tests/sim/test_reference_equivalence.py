@@ -432,7 +432,13 @@ def test_topology_and_placement(sc: Scenario, which: str, seed: int) -> None:
     assert_same(fast, ref, sc)
 
 
-@pytest.mark.parametrize("name", baselines.names())
+#: Baselines whose reference run takes most of this file's time (their Python decisions on
+#: every example): checked under -m slow.
+_SLOW_REFERENCE = {"andreas-rg", "hadar", "topo-aware"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n in _SLOW_REFERENCE else n
+                                  for n in baselines.names()])
 @examples(6)
 @given(sc=scenarios(preempt=True, max_jobs=12))
 def test_every_registered_baseline(name: str, sc: Scenario) -> None:

@@ -22,6 +22,9 @@ from baselines.allox.drf import EqualShare
 from hetgym.decisions import Start
 from tests.baselines.test_fast_paths import assert_same_schedule
 
+# Slow (AlloX-family fast paths against the plain rules): run with -m slow.
+pytestmark = pytest.mark.slow
+
 SCENARIOS = [("fitgpp-lab", {"n_jobs": 300}), ("fitgpp-lab", {"n_jobs": 200, "seed": 3}),
              ("allox-hybrid", {}), ("hetero-small", {}), ("synthetic-hybrid", {})]
 

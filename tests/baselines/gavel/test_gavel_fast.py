@@ -22,6 +22,9 @@ from tests.baselines.gavel import gavel_reference as ref
 from tests.baselines.test_fast_paths import workload
 from tests.baselines.test_speed_paths import assert_same_results
 
+# Slow (compiled Gavel paths against the Python reference, call by call): run with -m slow.
+pytestmark = pytest.mark.slow
+
 
 def same_plan(a: dict, b: dict) -> bool:
     """Same jobs in the same order, same types, same placements (values and dtypes)."""

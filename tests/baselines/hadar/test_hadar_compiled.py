@@ -29,6 +29,9 @@ from hetgym.sim.codes import JobStatus
 from tests.sim.test_forking import _forkable
 from tests.sim.test_reference_equivalence import examples, scenarios
 
+# Slow (compiled Hadar against the Python Hadar): run with -m slow.
+pytestmark = pytest.mark.slow
+
 _RUNNING, _GRACE, _QUEUED = int(JobStatus.RUNNING), int(JobStatus.GRACE), int(JobStatus.QUEUED)
 
 

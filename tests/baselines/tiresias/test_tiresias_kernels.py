@@ -14,6 +14,9 @@ from baselines.tiresias.schedulers import Tiresias
 from tests.baselines.test_fast_paths import assert_same_schedule, workload
 from tests.baselines.test_speed_paths import PlainTiresias
 
+# Slow (Tiresias kernels against the Python walk): run with -m slow.
+pytestmark = pytest.mark.slow
+
 
 class CheckedTiresias(Tiresias):
     """Tiresias whose kernels are checked at every call on a copy of the scratch plan:

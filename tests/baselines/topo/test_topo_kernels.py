@@ -14,6 +14,9 @@ from baselines.topo.parts import SubsetSearch
 from hetgym import ClusterSpec, Scenario, Workload
 from hetgym.sim.engine import Simulator
 
+# Slow (TOPO kernels against the Python reference): run with -m slow.
+pytestmark = pytest.mark.slow
+
 
 def _mixed(domain: str = "socket", kappa: float = 0.3) -> Scenario:
     """topo-sim's jobs, 20x faster arrivals, on 3 Minsky and 2 DGX-1 servers."""
