@@ -24,7 +24,7 @@ Definitions:
 * ``decision_time_p50/p99``: wall-clock milliseconds per ``decide`` call, after warm-up:
   calls during which Numba compiled or loaded a kernel are left out (:func:`hetgym.simulate`).
 * ``util_gpu``: busy GPU-seconds of all GPU types / (all GPUs x makespan), every copy of
-  a forked job counted (M11).
+  a forked job counted (utilisation metrics).
 * ``cru``: cluster resource utilisation (HadarE §V-C): seconds during which a GPU node
   holds >= 1 busy GPU, summed over GPU nodes / (GPU nodes x makespan).
 * ``t50_completion``: time (from 0) at which half of the jobs have completed (NaN if
@@ -40,7 +40,7 @@ every job finished; the truncation time otherwise).
   topology factor 1, no interference, linear scaling, fastest type); summary
   ``avg_/p95_/max_placement_slowdown`` over finished jobs; ``jct_over_ideal`` = mean of
   jct / best duration; ``slo_violations`` = finished jobs whose placement slowdown
-  exceeds ``SimOptions.slo_slack`` (1.05), TOPO-AWARE's SLO (assumption A-T6).
+  exceeds ``SimOptions.slo_slack`` (1.05), TOPO-AWARE's SLO (assumption *SLO threshold*).
 
 Units: every time (``jct``, ``wait``, ``makespan``, ...) is in **seconds**, energy in
 kWh, decision times in ms. Tables convert times to one readable unit per table (:func:`table_time_unit`).
@@ -104,7 +104,7 @@ def _runs(sim: "Simulator") -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndar
 
 
 def gpu_seconds(sim: "Simulator") -> np.ndarray:
-    """float64[J]: GPUs held x time per job, all runs and copies (M11)."""
+    """float64[J]: GPUs held x time per job, all runs and copies (utilisation metrics)."""
     job, start, end, held = _runs(sim)
     return np.bincount(job, weights=held * (end - start), minlength=sim.n_jobs).astype(np.float64)
 
@@ -209,7 +209,7 @@ def job_table(sim: "Simulator") -> pd.DataFrame:
 
 def deadline_metrics(sim: "Simulator", end_or_now: np.ndarray, energy_cost: float,
                      tardiness_cost: float) -> dict[str, float]:
-    """M9 deadline metrics and M8 per-node energy (module docstring)."""
+    """Deadline metrics and per-node energy (module docstring)."""
     jb = sim.jobs
     has = np.isfinite(jb.deadline)
     late = np.maximum(0.0, end_or_now[has] - jb.deadline[has])

@@ -39,7 +39,7 @@ class Row:
     Attributes:
         family: the paper family, e.g. ``"FitGpp"``.
         claim: what the number is, e.g. ``"TE p95 slowdown cut vs FIFO [%]"``.
-        source: where the paper (or the spec's hand computation) gives it, e.g.
+        source: where the paper (or a hand computation from its equations) gives it, e.g.
             ``"Table 1 (sec. 4.2)"``.
         paper: the paper's value (None: a claim without a number, see ``sense``).
         ours: our measured value (None or NaN: not measured in this run).

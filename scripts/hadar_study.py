@@ -2,9 +2,9 @@
 
 * ``hadar-sim`` (15 nodes, 20 V100 + 20 P100 + 20 K80, Philly jobs at t = 0): total time
   duration (TTD = makespan), time to complete 50 % of the jobs and average JCT of Hadar,
-  Gavel (``gavel-las-perf``, A-H10), Tiresias and YARN-CS (and HadarE), Hadar's speed-ups
-  beside the paper's (TTD 1.21x / 1.35x / 1.67x vs Gavel / Tiresias / YARN-CS; 50 %
-  1.20x / 1.40x vs Gavel / Tiresias), and the GPU-utilisation CDF
+  Gavel (``gavel-las-perf``, assumption *the Gavel Hadar compares with*), Tiresias and YARN-CS
+  (and HadarE), Hadar's speed-ups beside the paper's (TTD 1.21x / 1.35x / 1.67x vs Gavel /
+  Tiresias / YARN-CS; 50 % 1.20x / 1.40x vs Gavel / Tiresias), and the GPU-utilisation CDF
   (``docs/img/hadar_gpu_util.png``; paper Fig. 3).
 * ``hadar-testbed`` and ``hadar-aws``, the seven mixes: TTD, average JCT and CRU of Gavel,
   Hadar and HadarE, with the mean speed-ups beside the paper's (HadarE 1.79x vs Hadar and
@@ -338,8 +338,8 @@ def _example(nodes: list, jobs: list, **opts) -> Any:
 
 
 def worked_example_rows() -> list:
-    """The spec's worked examples H-2..H-5, Ti-1, G-3 and the paper's motivational example
-    (sec. II-A, Fig. 1a; spec G-4) run through the simulator (seconds)."""
+    """The worked examples of docs/hadar.md and docs/gavel.md and the paper's motivational example
+    (sec. II-A, Fig. 1a) run through the simulator (seconds)."""
     import baselines
     import hetgym
     from baselines.gavel.schedulers import Gavel
@@ -351,7 +351,7 @@ def worked_example_rows() -> list:
 
     def ex(claim: str, source: str, want: float, got: float, setting: str) -> Row:
         return Row("Hadar/HadarE", claim, source, want, got, "exact", setting=setting,
-                   link="hadar.md#tests", example=True)
+                   link="hadar.md#worked-examples", example=True)
 
     v, k = {"v100": 2.0, "k80": 1.0}, {"v100": 6.0, "k80": 1.0}
     ab = [("V100", 2), ("K80", 2)]
@@ -366,28 +366,28 @@ def worked_example_rows() -> list:
     hadar, hadare = baselines.make("hadar"), baselines.make("hadare")
     m5h, m5e = run(h5, hadar), run(h5, baselines.make("hadare"))
     rows = [
-        ex("H-2: 3-GPU gang over 2 V100 + 1 K80, JCT [s]", "spec H-2 (paper sec. III, task-level allocation)",
+        ex("mixed gang: 3-GPU gang over 2 V100 + 1 K80, JCT [s]", "hand-computed; paper sec. III, task-level allocation",
            1000.0, run(h2, hadar)["makespan"], "2 V100 + 2 K80, 1 job"),
-        ex("H-3: DP skips J1, backfill; avg JCT [s]", "spec H-3 (eqs. 5-6, hand-computed)", 550.0,
+        ex("DP and backfill: DP skips J1, backfill; avg JCT [s]", "eqs. 5-6, hand-computed", 550.0,
            run(h3, baselines.make("hadar"))["avg_jct"], "2 V100 + 2 K80, 2 jobs"),
-        ex("H-4: HadarE forks one job, TTD [s]", "spec H-4 (sec. V)", 620.0,
+        ex("one forked job: HadarE forks one job, TTD [s]", "hand-computed; sec. V", 620.0,
            run(h4, hadare)["makespan"], "V100, P100, K80 nodes; sync 10 s"),
-        ex("H-4: Hadar, same job, TTD [s]", "spec H-4", 1200.0, run(h4, baselines.make("hadar"))["makespan"],
+        ex("one forked job: Hadar, same job, TTD [s]", "hand-computed", 1200.0, run(h4, baselines.make("hadar"))["makespan"],
            "V100, P100, K80 nodes"),
-        ex("H-5: Hadar avg JCT [s]", "spec H-5", 780.0, m5h["avg_jct"], "2 jobs, no delays"),
-        ex("H-5: HadarE avg JCT [s]", "spec H-5", 540.0, m5e["avg_jct"], "2 jobs, no delays"),
-        ex("H-5: Hadar CRU", "spec H-5 (M11: busy / nodes x makespan)", 1560.0 / 3600.0, m5h["cru"],
+        ex("two jobs forked: Hadar avg JCT [s]", "hand-computed", 780.0, m5h["avg_jct"], "2 jobs, no delays"),
+        ex("two jobs forked: HadarE avg JCT [s]", "hand-computed", 540.0, m5e["avg_jct"], "2 jobs, no delays"),
+        ex("two jobs forked: Hadar CRU", "hand-computed; CRU = busy node time / (nodes x makespan)", 1560.0 / 3600.0, m5h["cru"],
            "2 jobs, no delays"),
-        ex("H-5: HadarE CRU", "spec H-5", 1.0, m5e["cru"], "2 jobs, no delays"),
-        ex("Ti-1: Tiresias avg JCT [s]", "spec Ti-1 (Tiresias 2D-LAS)", 1500.0,
+        ex("two jobs forked: HadarE CRU", "hand-computed", 1.0, m5e["cru"], "2 jobs, no delays"),
+        ex("Tiresias vs YARN-CS: Tiresias avg JCT [s]", "hand-computed; Tiresias 2D-LAS", 1500.0,
            run(ti1, baselines.make("tiresias"))["avg_jct"], "4 V100, 2 jobs"),
-        ex("Ti-1: YARN-CS avg JCT [s]", "spec Ti-1", 1750.0, run(ti1, baselines.make("yarn-cs"))["avg_jct"],
+        ex("Tiresias vs YARN-CS: YARN-CS avg JCT [s]", "hand-computed", 1750.0, run(ti1, baselines.make("yarn-cs"))["avg_jct"],
            "4 V100, 2 jobs"),
-        ex("G-3: Gavel LAS time-shares one GPU, avg JCT [s]", "spec G-3", 1440.0,
+        ex("time sharing: Gavel LAS time-shares one GPU, avg JCT [s]", "hand-computed", 1440.0,
            run(g3, baselines.make("gavel-las"))["avg_jct"], "1 V100, 2 jobs"),
     ]
     # The paper's motivational example (sec. II-A, Fig. 1a) under Gavel's round mechanism
-    # with the paper's allocation matrix fixed (spec G-4).
+    # with the paper's allocation matrix fixed (docs/gavel.md, *Worked examples*).
     x = np.array([[0.6, 0.4, 0.0], [0.2, 0.6, 0.2], [0.2, 0.0, 0.8]])
     prog = np.array([[40, 20, 30], [5, 15, 5], [10, 2, 20]], dtype=float)  # epochs per round
     workers = [3, 2, 2]
@@ -401,7 +401,7 @@ def worked_example_rows() -> list:
     n_rounds = int(np.ceil(res.summary()["makespan"] / 360.0 - 1e-9))
     busy = [sum(workers[j] for j, a, b, *_ in res.segments if a <= r * 360.0 + 1 < b) for r in range(n_rounds)]
     setting = "2 V100, 3 P100, 1 K80; Gavel's Y fixed"
-    link = "hadar.md#tests"
+    link = "hadar.md#worked-examples"
     rows += [
         ex("Gavel, motivational example: GPUs busy in round 1", "sec. II-A, Fig. 1a", 5 / 6, busy[0] / 6, setting),
         ex("Gavel, motivational example: GPUs busy in round 2", "sec. II-A, Fig. 1a", 4 / 6, busy[1] / 6, setting),

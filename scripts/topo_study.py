@@ -216,7 +216,7 @@ def headline_rows(quick: bool) -> list:
     span = {a: float(r.metrics["makespan"]) for a, r in res.items()}
     proto = "topo-prototype (authors' workloads-5.json), 1 Minsky"
     link = "topo.md#reading-the-results-beside-the-paper"
-    why = "1-GPU jobs have no interference sensitivity here (A-T4): ties put jobs 1, 2 on socket 0"
+    why = "1-GPU jobs have no interference sensitivity here (assumption *interference cost*): ties put jobs 1, 2 on socket 0"
     rows = [Row("TOPO-AWARE", f"prototype cumulative time, {LABEL[a]} / TOPO-AWARE-P", "sec. 5.2.2, Fig. 8",
                 PAPER_PROTO[a] / PAPER_PROTO["topo-aware-p"], span[a] / span["topo-aware-p"], neutral=1.0,
                 setting=proto, link=link, note=why) for a in ALGOS if a != "topo-aware-p"]
@@ -246,7 +246,7 @@ def headline_rows(quick: bool) -> list:
 
 
 def worked_example_rows() -> list:
-    """The spec's worked examples T-2..T-5 (sec. 5.7) through the simulator (seconds)."""
+    """The worked examples of docs/topo.md through the simulator (seconds)."""
     import pandas as pd
 
     from baselines.topo.schedulers import TopoAware, TopoBF, TopoFCFS
@@ -270,7 +270,7 @@ def worked_example_rows() -> list:
 
     def ex(claim: str, src: str, want: float, got: float, setting: str = "1 Minsky", tol: float = 1e-6) -> Row:
         return Row("TOPO-AWARE", claim, src, want, got, "exact", tol=tol, setting=setting,
-                   link="topo.md#semantics", example=True)
+                   link="topo.md#worked-examples", example=True)
 
     t2 = sc([(0.0, 1, 1000.0, 0.0, 0.0), (1.0, 1, 1000.0, 0.0, 0.0), (2.0, 2, 100.0, 1.0, 0.0)])
     t3 = sc([(0.0, 2, 100.0, 1.0, 0.0), (50.0, 2, 100.0, 1.0, 0.0)])
@@ -278,18 +278,18 @@ def worked_example_rows() -> list:
     t3_ends = ends(t3, TopoFCFS(), {0: (0, 2), 1: (1, 3)})
     um = UtilityModel()
     return [
-        ex("T-2: FCFS spreads J2, its run time [s]", "spec T-2 (authors' fcfs.py)", 125.0,
+        ex("FCFS vs BF: FCFS spreads J2, its run time [s]", "hand-computed; authors' fcfs.py", 125.0,
            ends(t2, TopoFCFS(), {0: 2})[2] - 2.0),
-        ex("T-2: BF packs J2, its run time [s]", "spec T-2 (authors' bf.py)", 100.0, ends(t2, TopoBF(), {0: 2})[2] - 2.0),
-        ex("T-3: spread pairs with interference, J1 ends [s]", "spec T-3 (sec. 5.1 model)", 147.5, t3_ends[0]),
-        ex("T-3: spread pairs with interference, J2 ends [s]", "spec T-3", 197.5, t3_ends[1]),
-        ex("T-4: job utility of a spread pair", "spec T-4 (eq. 2, authors' normalisation)", 0.181818,
+        ex("FCFS vs BF: BF packs J2, its run time [s]", "hand-computed; authors' bf.py", 100.0, ends(t2, TopoBF(), {0: 2})[2] - 2.0),
+        ex("interference dynamics: spread pairs with interference, J1 ends [s]", "hand-computed; sec. 5.1 model", 147.5, t3_ends[0]),
+        ex("interference dynamics: spread pairs with interference, J2 ends [s]", "hand-computed", 197.5, t3_ends[1]),
+        ex("postponement: job utility of a spread pair", "hand-computed; eq. 2, authors' normalisation", 0.181818,
            um.job_utility(1.0, MIN_COST), "formula"),
-        ex("T-4: TOPO-AWARE-P postpones it; it ends [s]", "spec T-4 (Alg. 1 line 6)", 150.0,
+        ex("postponement: TOPO-AWARE-P postpones it; it ends [s]", "hand-computed; Alg. 1 line 6", 150.0,
            ends(t4, TopoAware(postpone=True), {0: 0, 1: 2})[2]),
-        ex("T-4: TOPO-AWARE places it spread; it ends [s]", "spec T-4", 126.0,
+        ex("postponement: TOPO-AWARE places it spread; it ends [s]", "hand-computed", 126.0,
            ends(t4, TopoAware(postpone=False), {0: 0, 1: 2})[2]),
-        ex("T-5: system utility of any GPU of an empty Minsky", "spec T-5", 0.48254,
+        ex("utility tie: system utility of any GPU of an empty Minsky", "hand-computed", 0.48254,
            um.system_utility(MIN_COST, MIN_COST, 0.75), "formula", tol=2e-5),
     ]
 

@@ -58,9 +58,9 @@ ROWS = [
     Row("A", "speed-up", "Fig. 4", 1.21, 0.76, neutral=1.0, link="a.md#why", note="one long job"),
     Row("A", "cut [%]", "Table 1", 96.6, 89.5, neutral=0.0, link="a.md"),
     Row("A", "level", "Table 1", 9.38, 4.89, "level"),
-    Row("A", "H-3 avg JCT", "spec H-3", 550.0, 550.0, "exact", example=True),
+    Row("A", "DP and backfill: avg JCT", "hand-computed", 550.0, 550.0, "exact", example=True),
     Row("B", "a | b", "sec. 5", 0.1, 0.01, "at_most"),
-    Row("B", "T-5", "spec T-5", 0.48254, 0.40, "exact", example=True),
+    Row("B", "utility tie", "hand-computed", 0.48254, 0.40, "exact", example=True),
 ]
 
 
@@ -95,7 +95,7 @@ KNOWN_DIFFERENCES = {
     "Table 1: optimal avg JCT [min]",  # Fig. 1b's schedule totals 76; the optimum is 75 (allox.md)
     "Fig. 4: JSQ+ avg JCT [min]",  # the text's JSQ+ rule queues on the GPUs: 60, not 100 (allox.md)
     "Gavel, motivational example: rounds to finish",  # Gavel's per-type priority: 7, not 6
-    "Gavel, motivational example: CRU over its rounds",  # 30/42, not ~78 % (spec G-4)
+    "Gavel, motivational example: CRU over its rounds",  # 30/42, not ~78 % (docs/gavel.md, *Worked examples*)
 }
 
 
@@ -112,15 +112,15 @@ def test_worked_examples_through_reproduce(tmp_path: Path) -> None:
     assert len(rows) >= 30 and all(r[4] != "-" for r in rows)  # every example measured
     differ = {r[1] for r in rows if r[6] == "**differs**"}
     assert differ == KNOWN_DIFFERENCES
-    assert "| example | A-2: FIFO tardiness cost | spec A-2" in text
+    assert "| example | urgent job: FIFO tardiness cost | sec. IV, Alg. 1; hand-computed" in text
 
 
 def test_worked_example_rows_are_real() -> None:
-    """Real rows from the simulator: every TOPO example measured, paper values from the spec."""
+    """Real rows from the simulator: every TOPO example measured, paper values hand-computed."""
     reproduce = _reproduce()
     rows = reproduce.topo_study.worked_example_rows()
     assert all(r.example and r.measured and r.check == "exact" for r in rows)
-    t3 = [r for r in rows if r.claim.startswith("T-3")]
+    t3 = [r for r in rows if r.claim.startswith("interference dynamics:")]
     assert [r.paper for r in t3] == [147.5, 197.5] and all(r.holds for r in t3)
     assert not any(math.isnan(r.ours) for r in rows)
 

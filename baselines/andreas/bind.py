@@ -1,5 +1,5 @@
 """Node binding of the ANDREAS Randomized Greedy search (paper section IV, Algorithm 1;
-spec 4.1 step 4 (c), A-A4): Numba kernels.
+docs/andreas.md, *Semantics* item 4): Numba kernels.
 
 A job's configuration (class k, g GPUs) is bound to a concrete node during the
 construction: (ii) an open node of the class, best fit (``_open_fit_nb``), (iii) the
@@ -173,8 +173,8 @@ def _bind_same_nb(j, e, cfg_cls, cfg_g, node_free, node_res, node_open, fast, ob
 def _bind_other_nb(j, e, cfg_cls, cfg_g, dl, dlen, cl, clen, node_free, node_res, node_open,
                    fast, ob, oc, ub, cls_start, cls_nodes, scr, cls_free, rcs, held_rc):
     """Steps (iv) ASSIGN_TO_SUBOPTIMAL (the other entries, D* by cost then D*^C by time, on
-    open nodes, best fit) and (v) (A-A4: the first entry fitting an unused node of any
-    class); returns (node, entry) or (-1, e)."""
+    open nodes, best fit) and (v) (assumption *node classes and binding*: the first entry
+    fitting an unused node of any class); returns (node, entry) or (-1, e)."""
     for s in range(dlen[j] + clen[j]):
         e2 = dl[j, s] if s < dlen[j] else cl[j, s - dlen[j]]
         if e2 == e:

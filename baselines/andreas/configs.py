@@ -1,9 +1,10 @@
-"""The configuration table of one ANDREAS decision point (spec 4.1; paper section IV) and
+"""The configuration table of one ANDREAS decision point (paper section IV; docs/andreas.md) and
 what the running jobs hold: Numba kernels.
 
 Configurations are enumerated per *node class* (nodes of one GPU type, GPU count, cores,
-memory and power model are interchangeable, A-A4): :func:`config_table_nb` gives each
-job's (class, GPUs) entries, their times and costs, the D* lists and the pressure (Eq. 2);
+memory and power model are interchangeable, assumption *node classes and binding*):
+:func:`config_table_nb` gives each job's (class, GPUs) entries, their times and costs, the D*
+lists and the pressure (Eq. 2);
 :func:`rem_moved_nb` the work left after a move under the checkpoint rule;
 :func:`current_configs_nb` the configuration each running job holds now and
 :func:`pinned_nodes_nb` what the running jobs the plan does not move leave on each node.

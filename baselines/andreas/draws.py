@@ -1,12 +1,12 @@
 """Counter-based random draws of the ANDREAS Randomized Greedy search (paper section IV,
-Algorithm 1; spec 4.1, A-A2): Numba kernels.
+Algorithm 1; the swap rule of docs/andreas.md): Numba kernels.
 
 Every draw of an iteration is a pure function of (the call's seed, the iteration, a
 counter): :func:`iter_key_nb` keys the iteration, :func:`draw_nb` is draw number ``ctr``
 (splitmix64's output function on a Weyl sequence), so the iterations do not depend on each
 other and an abandoned iteration changes no other draw. The seed is drawn once per call
 from the run's RNG (``view.rng``), so a run repeats. Also here: the randomised choices
-built on the draws, A-A2's swap pass over adjacent pairs (:func:`swap_pass_nb`, and the
+built on the draws, the swap rule's pass over adjacent pairs (:func:`swap_pass_nb`, and the
 integer thresholds :func:`threshold_nb` the search compares raw bits with) and the pick
 among the first entries of a list (``_pick_nb``). The search is :mod:`baselines.andreas.kernel`.
 """
@@ -68,14 +68,15 @@ def _below_nb(key, ctr, top):
 
 @njit(cache=True, inline="always")
 def _swap_p_nb(a, b, pi):
-    """A-A2: probability of swapping an adjacent pair of weights (a ahead, b behind)."""
+    """Swap rule (docs/andreas.md, *Assumptions*): probability of swapping an adjacent pair of
+    weights (a ahead, b behind)."""
     return 0.5 - pi if a > b else (0.5 + pi if a < b else 0.5)
 
 
 @njit(cache=True)
 def swap_pass_nb(order, weight, pi, key):
-    """One randomised pass over adjacent pairs from the head (A-A2): swap (i, i+1) with
-    probability 0.5 - pi if w_i > w_{i+1}, 0.5 + pi if w_i < w_{i+1}, else 0.5 (heavier
+    """One randomised pass over adjacent pairs from the head (assumption *swap rule*): swap (i,
+    i+1) with probability 0.5 - pi if w_i > w_{i+1}, 0.5 + pi if w_i < w_{i+1}, else 0.5 (heavier
     jobs tend to stay ahead); pair i uses draw 4 i of the iteration ``key``. The search
     makes the same pass lazily (position by position); this is its reference."""
     for i in range(order.shape[0] - 1):

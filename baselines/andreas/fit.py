@@ -1,4 +1,4 @@
-"""Cores and memory in the ANDREAS Randomized Greedy search (spec 4.1 step 4 c; A-A4).
+"""Cores and memory in the ANDREAS Randomized Greedy search (docs/andreas.md, *Semantics* item 4).
 
 The paper's construction assigns a job to a node "if it has g* free GPUs" (Algorithm 1):
 in its model GPUs are a node's only scarce resource. hetgym's nodes also have cores and

@@ -1,4 +1,4 @@
-"""The ANDREAS Randomized Greedy search (spec 4.1; paper section IV, Algorithm 1): Numba
+"""The ANDREAS Randomized Greedy search (paper section IV, Algorithm 1; docs/andreas.md): Numba
 kernels.
 
 :func:`rg_search_nb` (and :func:`rg_search_par_nb`, its iterations in parallel chunks)
@@ -90,8 +90,8 @@ def _iterations_nb(it0, it1, step, seed, best, prune, scale, scan, base_order, w
     (the nodes it touched, listed in ``tn``; the running jobs' held GPUs, ``rn``).
     Cores and memory (``rcp`` = (cfg_rc, cur_rc, node_rc0, res_rc0, rc_all, fs, fit0) of
     :func:`~baselines.andreas.fit.rc_problem_nb`; scratch ``node_rc``, ``res_rc``): a node
-    takes an entry only if it has its cores and memory free in the plan too (A-A4), held
-    back for running jobs like their GPUs."""
+    takes an entry only if it has its cores and memory free in the plan too (assumption *node
+    classes and binding*), held back for running jobs like their GPUs."""
     nj = base_order.shape[0]
     nn = node_cls.shape[0]
     best_it = -1
@@ -121,7 +121,8 @@ def _iterations_nb(it0, it1, step, seed, best, prune, scale, scan, base_order, w
         for q in range(nj):
             if closed and rem_pos == 0:  # every job left is postponed at no cost
                 break
-            # the swap pass (A-A2), made lazily: pair (q, q + 1) decides who takes position q
+            # the swap pass (assumption *swap rule*), made lazily: pair (q, q + 1) decides who
+            # takes position q
             if q + 1 < nj:
                 b = base_order[q + 1]
                 a = carry
@@ -162,7 +163,7 @@ def _iterations_nb(it0, it1, step, seed, best, prune, scale, scan, base_order, w
                 rn[nr] = c
                 nr += 1
                 if node_cls[c] == k and node_free[c] >= g and rc_fits_nb(node_rc, zero_rc, c, cfg_rc[j, e]):
-                    n = c  # (i) stay (A-A5)
+                    n = c  # (i) stay (assumption *running jobs stay*)
             if n < 0 and not scan and not (fit0[j] and _any_fits_nb(j, gmin, maxfree) and (
                     not sharp or _fits_now_nb(j, dl, dlen, cl, clen, cfg_cls, cfg_g, cfg_rc, fs, tb,
                                               cls_start, cls_nodes, node_free, node_rc, zero_rc))):
@@ -268,15 +269,15 @@ def rg_search_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, 
                  cur_node, cur_g, node_cls, node_free0, node_open0, first_t0, first_c0, node_rc0, cfg_rc,
                  cur_rc, cls_start, cls_nodes, cls_rate, now, horizon_h, rho, alpha, beta, pi, max_iter,
                  seed, out_node, out_cfg, scan=False, prune=True):
-    """Algorithm 1 of the paper with the assignment rules of spec 4.1 step 4 (c).
+    """Algorithm 1 of the paper with the binding rules of docs/andreas.md (*Semantics* item 4).
 
     A node takes entry e of row j only if it has the entry's GPUs, cores and memory free
     in the plan (``node_rc0``: cores and memory free at the start, per node; ``cfg_rc``:
     each entry's; ``cur_rc``: what each running row holds now, held back like its GPUs;
     :mod:`baselines.andreas.fit`).
 
-    A-A5 (a running job keeps its node when its configuration still fits there) is
-    upheld against jobs placed before it: the GPUs of running jobs (``cur_node``,
+    assumption *running jobs stay* (a running job keeps its node when its configuration still
+    fits there) is upheld against jobs placed before it: the GPUs of running jobs (``cur_node``,
     ``cur_g``) are held back until their own turn: steps (ii)-(v) first bind a job around
     them (another node, or another configuration), and only when nothing fits that way
     again on every free GPU, displacing a running job.

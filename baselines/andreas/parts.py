@@ -1,9 +1,10 @@
-"""Parts of the ANDREAS baselines (spec 4.1, 4.6): node classes, the configuration table
+"""Parts of the ANDREAS baselines (docs/andreas.md): node classes, the configuration table
 of a decision point, and turning a plan into decisions.
 
 * :class:`NodeClasses` groups GPU nodes that are interchangeable for ANDREAS (one GPU
-  type, GPU count, cores, memory and power model, A-A4) and prices a node with g busy
-  GPUs: c_{ng} = (idle_w + g x gpu_w) x price x PUE / 3.6e6 EUR/s (spec 4.1 step 2).
+  type, GPU count, cores, memory and power model, assumption *node classes and binding*) and
+  prices a node with g busy GPUs: c_{ng} = (idle_w + g x gpu_w) x price x PUE / 3.6e6 EUR/s
+  (docs/andreas.md, *Semantics* item 2).
 * :func:`config_table` runs :func:`~baselines.andreas.configs.config_table_nb` for a set
   of jobs: every (class, g) with g in [min_workers, min(max_workers, G_n)], its time
   t_{jng} (restart delay and checkpoint loss included for a job that ran before unless
@@ -48,7 +49,8 @@ def eur_per_joule(view) -> float:
 
 @dataclass
 class NodeClasses:
-    """GPU nodes grouped into classes of interchangeable nodes (A-A4).
+    """GPU nodes grouped into classes of interchangeable nodes (assumption *node classes and
+    binding*).
 
     ``of_node[n]`` = class of node n (-1 for CPU nodes); class k: device ``dev[k]``,
     ``gpus[k]``, ``cpus[k]``, ``mem[k]``, ``idle_w[k]``, ``gpu_w[k]``, its nodes
@@ -127,8 +129,8 @@ def current_configs(view, classes: NodeClasses, jobs: np.ndarray) -> tuple[np.nd
 
 def config_table(view, classes: NodeClasses, jobs: np.ndarray,
                  current: tuple[np.ndarray, np.ndarray] | None = None) -> ConfigTable:
-    """The configuration table of ``jobs`` now (module docstring; spec 4.1 steps 1-3).
-    ``current``: the jobs' (class, g) from :func:`current_configs`, if already known."""
+    """The configuration table of ``jobs`` now (module docstring; docs/andreas.md, *Semantics*
+    items 1-3). ``current``: the jobs' (class, g) from :func:`current_configs`, if already known."""
     jobs = np.ascontiguousarray(jobs, dtype=np.int64)
     nj = len(jobs)
     kmax = max(1, int(classes.gpus.sum()))
@@ -174,7 +176,8 @@ def relabel_nodes(targets: dict[int, tuple[int, int]], current: dict[int, tuple[
                   classes: NodeClasses, free0: np.ndarray,
                   rc: tuple[dict[int, np.ndarray], np.ndarray] | None = None) -> dict[int, tuple[int, int]]:
     """The same plan with its nodes permuted within each class to keep running jobs where
-    they are (A-A4: nodes of a class are interchangeable, so f_OBJ does not change).
+    they are (assumption *node classes and binding*: nodes of a class are interchangeable, so
+    f_OBJ does not change).
 
     ``current[j] = (node, g)`` of the running jobs. Each planned node's set of jobs (a bin)
     goes to a node of its class that can hold it (``free0``: GPUs left by pinned jobs;
@@ -239,7 +242,7 @@ def may_fit(view, free_gpus: np.ndarray, free_cpus: np.ndarray, free_mem: np.nda
 
 
 def plan_decisions(view, cap, targets: dict[int, tuple[int, int]], replan: list[int]) -> list[Decision]:
-    """Decisions that carry out a plan (spec 4.1 step 5).
+    """Decisions that carry out a plan.
 
     ``targets[j] = (node, g)`` for every job the plan runs; ``replan`` = running jobs the
     plan was free to change. A running job whose node and g are unchanged keeps its GPUs;

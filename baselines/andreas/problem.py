@@ -1,13 +1,13 @@
 """The problem of one ANDREAS Randomized Greedy search call (paper section IV, Algorithm 1;
-spec 4.1): a Numba kernel.
+docs/andreas.md): a Numba kernel.
 
 ``_problem_nb`` builds once per call what every iteration of the search reads (and never
-writes): the swap thresholds of A-A2 (:func:`~baselines.andreas.draws.threshold_nb`), the
-GPUs held back for running jobs, per class the free GPUs and the most on one node, the
-node buckets at the start (:mod:`baselines.andreas.bind`), the postponement costs, the
-pruning bounds (``_node_lb_nb``: a lower bound of a node's energy term in f_OBJ, Eq. 1)
-and the cores and memory tables (:func:`~baselines.andreas.fit.rc_problem_nb`). The search
-is :mod:`baselines.andreas.kernel`.
+writes): the swap thresholds of assumption *swap rule*
+(:func:`~baselines.andreas.draws.threshold_nb`), the GPUs held back for running jobs, per class
+the free GPUs and the most on one node, the node buckets at the start
+(:mod:`baselines.andreas.bind`), the postponement costs, the pruning bounds (``_node_lb_nb``: a
+lower bound of a node's energy term in f_OBJ, Eq. 1) and the cores and memory tables
+(:func:`~baselines.andreas.fit.rc_problem_nb`). The search is :mod:`baselines.andreas.kernel`.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _problem_nb(base_order, weight, deadline, cfg_cls, cfg_g, cfg_t, dl, dlen, c
     nj = base_order.shape[0]
     nn = node_cls.shape[0]
     nk = cls_start.shape[0] - 1
-    thr_gt = threshold_nb(0.5 - pi)  # A-A2's swap probabilities (_swap_p_nb)
+    thr_gt = threshold_nb(0.5 - pi)  # the swap rule's probabilities (_swap_p_nb)
     thr_lt = threshold_nb(0.5 + pi)
     thr_eq = threshold_nb(0.5)
     res0 = np.zeros(nn, dtype=np.int64)

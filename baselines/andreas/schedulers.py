@@ -8,7 +8,7 @@ cluster plus the weighted tardiness of late jobs.
 
 Schedulers (``baselines.names()``):
 
-* ``andreas-rg`` :class:`AndreasRG` (paper section IV, Algorithm 1; spec 4.1): at every
+* ``andreas-rg`` :class:`AndreasRG` (paper section IV, Algorithm 1; docs/andreas.md): at every
   submission, completion and every H = 300 s (``round_length``) it re-plans every
   arrived unfinished job (running or waiting): pressure order (Eq. 2), best
   configuration by the D* rule, node binding, proxy objective (Eq. 1); iteration 0 is
@@ -21,41 +21,43 @@ Schedulers (``baselines.names()``):
   checkpoint rule, no preemption counted), postponed ones are preempted.
 * ``andreas-fifo``, ``andreas-edf``, ``andreas-ps`` :class:`FirstPrinciple` (paper
   section V-B, "first-principle methods never change the configuration assigned to a
-  job once it has been started"; spec 4.6, ref-code ``first_principle_methods.cpp``):
+  job once it has been started"; ref-code ``first_principle_methods.cpp``):
   non-preemptive; at each event the waiting jobs in FIFO (submission), EDF (deadline)
   or PS (tardiness weight, heaviest first) order each take the first configuration of
   D* (cheapest meeting the due date) then D*^C (fastest) whose node class has a node
-  with no other job (A-A6), non-blocking.
+  with no other job (assumption *dedicated nodes*), non-blocking.
 
-Assumptions (spec 4.5; tested in tests/baselines/andreas/test_andreas.py):
+Assumptions (docs/andreas.md, *Assumptions*; tested in tests/baselines/andreas/test_andreas.py):
 
-* A-A2 swap rule: adjacent pairs, probability 0.5 -/+ ``pi`` keeps heavier jobs ahead.
-* A-A3 t_{jng} = restart delay (if the job ran before and changes configuration) +
+* Swap rule: adjacent pairs, probability 0.5 -/+ ``pi`` keeps heavier jobs ahead.
+* Execution times: t_{jng} = restart delay (if the job ran before and changes configuration) +
   R / (g x tput x g^(e_j - 1)), R = the work left, after the checkpoint rule when the
   configuration changes (whole epochs with ``checkpoint_unit="work"``); topology and
   interference are not looked at (ANDREAS' jobs have comm = 0).
-* A-A4 nodes of one class are interchangeable; binding order (i) stay (A-A5), (ii) open
-  node best fit, (iii) lowest unused node, (iv) other configurations on open nodes,
+* Node classes and binding: nodes of one class are interchangeable; binding order (i) stay, (ii)
+  open node best fit, (iii) lowest unused node, (iv) other configurations on open nodes,
   (v) any unused node, (vi) postpone. A node takes a configuration only if it has its g
   GPUs *and* g x cores and g x memory free in the plan (the paper's "has g* free GPUs":
   its nodes have no other scarce resource; hetgym's simulator enforces cores and memory,
   :mod:`baselines.andreas.fit`), the running jobs' cores and memory held back like their
   GPUs. The best plan's nodes are then permuted within
   each class to keep running jobs where they are (same f_OBJ, fewer migrations).
-* A-A5 a running job keeps its node when its chosen configuration still fits there; its
-  GPUs are held back from the jobs placed before it in the order: steps (ii)-(v) bind them
-  around it first, and only then on any free GPU (without that, every arrival at the head of the order displaced a chain of
-  running jobs: 12,690 restarts for 400 jobs on andreas-sim N = 40, see docs/andreas.md).
-* A-A6 first-principle methods give each job a node of its own (``exclusive_nodes``).
-* A-A7 tardiness weights are EUR per second late; H for the worst-case tardiness of a
+* Running jobs stay: a running job keeps its node when its chosen configuration still fits
+  there; its GPUs are held back from the jobs placed before it in the order: steps (ii)-(v) bind
+  them around it first, and only then on any free GPU (without that, every arrival at the head
+  of the order displaced a chain of running jobs: 12,690 restarts for 400 jobs on andreas-sim N
+  = 40, see docs/andreas.md).
+* Dedicated nodes: first-principle methods give each job a node of its own (``exclusive_nodes``).
+* Units: tardiness weights are EUR per second late; H for the worst-case tardiness of a
   postponed job is ``round_length``; rho = 100.
-* A-A8 f_OBJ charges the first-ending job of a node t x c_{n, g_j} (its own g).
+* First-ending job's cost: f_OBJ charges the first-ending job of a node t x c_{n, g_j} (its own g).
 
 Outside the paper's model (documented, not in the paper): running jobs the plan may not
 move (in or with a grace period, at the preemption limit, across nodes) keep their GPUs;
 waiting jobs that no single GPU node can hold start with the default placement on the
-fastest device type with room. The proxy objective's pitfall (spec 4.7 A-3: a random
-swap can win the proxy and lose real tardiness) is the paper's behaviour, kept.
+fastest device type with room. The proxy objective's pitfall (the three-orders example of
+docs/andreas.md: a random swap can win the proxy and lose real tardiness) is the paper's
+behaviour, kept.
 """
 
 from __future__ import annotations
@@ -86,13 +88,13 @@ __all__ = ["BASELINES", "AndreasRG", "FirstPrinciple"]
 
 
 class AndreasRG(SchedulerBase):
-    """ANDREAS Randomized Greedy (paper section IV, Algorithm 1; spec 4.1).
+    """ANDREAS Randomized Greedy (paper section IV, Algorithm 1; docs/andreas.md).
 
     Args:
         max_iter: Iterations per decision point, the first deterministic (paper: 1,000).
         alpha: Randomised configuration choice among the first round(alpha x |list|).
         beta: Randomised open-node choice among the first round(beta x count).
-        pi: Swap bias (A-A2).
+        pi: Swap bias (assumption *swap rule*).
         rho: Penalty coefficient of postponed jobs (paper section V-B: 100).
         round_length: H, seconds between periodic decision points (paper: 5 min).
         parallel: The search's iterations in parallel chunks (``rg_search_par_nb``,
@@ -286,14 +288,14 @@ class _ViewState:
 
 
 class FirstPrinciple:
-    """First-principle method (paper section V-B; spec 4.6): FIFO, EDF or PS order.
+    """First-principle method (paper section V-B; docs/andreas.md): FIFO, EDF or PS order.
 
     Non-preemptive and non-blocking: at each decision point the waiting jobs, in
     ``order`` (``"fifo"``: submission time; ``"edf"``: absolute due date; ``"ps"``:
     tardiness weight, heaviest first; ties: submission, then index), each take the first
     configuration of D* (by cost) then D*^C (by time) that fits a node of its class with
-    no other job (``exclusive_nodes``, A-A6; lowest index first), or any node with room
-    when ``exclusive_nodes=False``. The configuration is kept until the job ends.
+    no other job (``exclusive_nodes``, assumption *dedicated nodes*; lowest index first), or any
+    node with room when ``exclusive_nodes=False``. The configuration is kept until the job ends.
     """
 
     def __init__(self, order: str = "fifo", exclusive_nodes: bool = True) -> None:

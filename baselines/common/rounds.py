@@ -1,4 +1,4 @@
-"""Round-boundary semantics for round-based schedulers (stage-2 spec M15).
+"""Round-boundary semantics for round-based schedulers (docs/semantics.md, *Rounds*).
 
 Gavel (``scheduler/scheduler.py::simulate`` adds jobs and re-plans only at round
 starts) and Hadar/HadarE (paper §III Algorithm 1, §V-A "the node waits to get its next
@@ -68,7 +68,7 @@ def round_index(view: Any) -> int:
 
 
 class RoundBased(SchedulerBase):
-    """Mixin: ``decide`` acts only at round boundaries (M15).
+    """Mixin: ``decide`` acts only at round boundaries (docs/semantics.md, *Rounds*).
 
     Subclasses set ``round_length`` (``True`` = the scenario's ``round_length``, or
     seconds) and implement ``decide_round(view) -> list[Decision]``. Between

@@ -1,4 +1,4 @@
-"""Heterogeneity-unaware device choice (spec stage2 §2 M16).
+"""Heterogeneity-unaware device choice (docs/gavel.md, *Tiresias and YARN-CS*).
 
 :class:`AnyType` lists the device types a job can run on (where it has throughput and
 the nodes of the type can hold its gang, the simulator's ``holdable`` rule) without

@@ -269,7 +269,7 @@ def LRTP(P: int | None = 1, single_node: bool = True,
     Preempts running BE jobs, longest remaining time first, until the TE job fits.
     "Both LRTP and RAND continue the preemption process until they can prepare enough
     resource for the incoming TE job" (sec. 4.1): by default (``count_grace=False``,
-    ASSUMPTION, docs/fitgpp.md) what a victim still holds in its grace period is not
+    an assumption, docs/fitgpp.md) what a victim still holds in its grace period is not
     counted as prepared, so while the TE job does not fit *now*, every decision point
     preempts again. ``count_grace=True`` counts it (FitGpp's accounting). Other args as
     :func:`FitGpp`.

@@ -12,19 +12,19 @@ job on every type; in hetgym a job may not fit a type at all).
 Sources (``stanford-futuredata/gavel``, ``scheduler/policies/``): ``max_min_fairness.py``
 (LAS, LAS-Perf), ``proportional.py`` (the normalising share), ``max_sum_throughput.py``
 (max throughput, without costs and SLOs), ``min_total_duration.py`` (makespan),
-``finish_time_fairness.py`` / ``isolated.py`` (FTF). Spec: stage2 §3.6.
+``finish_time_fairness.py`` / ``isolated.py`` (FTF); docs/gavel.md.
 
-Departures (documented, spec §3.6): Gavel solves with cvxpy (ECOS), whose interior-point
+Departures (documented in docs/gavel.md): Gavel solves with cvxpy (ECOS), whose interior-point
 solvers return a point inside the optimal face when it is not unique. Every function
-takes ``solution``: ``"vertex"`` (the spec's proposal) solves a second LP that
+takes ``solution``: ``"vertex"`` (hetgym's tie-break) solves a second LP that
 maximises ``sum_jk c_jk X_jk`` (``c`` = the policy's own normalised throughput)
 subject to the first objective staying within a relative ``1e-9`` of its optimum, so
-the vertex is well defined (worked example G-2); for the feasibility LPs of makespan
-and FTF it takes the feasible vertex of largest normalised throughput. ``"interior"``
-solves the policy's LP alone with HiGHS's interior-point method (feasibility LPs with
-no objective, as Gavel's ``cp.Maximize(1)``), which lands, like cvxpy, inside the face;
-it is what :class:`baselines.gavel.schedulers.Gavel` uses by default because it agrees better
-with Gavel's simulator (docs/gavel.md). FTF is solved by bisection on the
+the vertex is well defined (the aware LP tie-break example of docs/gavel.md); for the
+feasibility LPs of makespan and FTF it takes the feasible vertex of largest normalised
+throughput. ``"interior"`` solves the policy's LP alone with HiGHS's interior-point method
+(feasibility LPs with no objective, as Gavel's ``cp.Maximize(1)``), which lands, like cvxpy,
+inside the face; it is what :class:`baselines.gavel.schedulers.Gavel` uses by default because it
+agrees better with Gavel's simulator (docs/gavel.md). FTF is solved by bisection on the
 max ratio (the problem is quasi-convex), not by cvxpy's ``inv_pos`` program.
 
 The constraint matrices are built directly in CSC form (:func:`_csc`, the same arrays

@@ -5,7 +5,7 @@ One scheduler, :class:`Gavel`, with Gavel's round mechanism
 ``_update_priorities``, ``_reset_time_run_so_far``, ``_schedule_jobs_on_workers(_helper)``,
 ``_assign_workers_to_job``, ``_done_callback``, ``simulate``) and one of eight policies
 (``scheduler/policies``; LPs in :mod:`baselines.gavel.lp`, FIFO in
-:mod:`baselines.gavel.fifo`). Spec: stage2 §3.6 (and §2 M15, M16).
+:mod:`baselines.gavel.fifo`); docs/gavel.md, and docs/semantics.md *Rounds*.
 
 At every round boundary ``t`` (length ``L``, default the scenario's 360 s):
 
@@ -37,7 +37,7 @@ Departures from Gavel's mechanism (each measured or argued in docs/gavel.md):
 * When a job set change cannot be acted on (reset interval not elapsed), new jobs are
   not in ``X``: as in Gavel they take GPUs in the walk but are not placed (the GPUs stay
   idle for the round), ``absent_jobs="idle"``. ``absent_jobs="run"`` places them (the
-  spec's proposed reading).
+  reading hetgym proposes).
 * Gavel forces a reset (``_last_reset_time = 0``) when the previous round ran nothing
   and every job has arrived, and then re-plans without letting time pass; here the
   re-plan happens at the next boundary, or at once when the plan of this boundary would
@@ -61,7 +61,7 @@ Departures from Gavel's mechanism (each measured or argued in docs/gavel.md):
 * Jobs in a grace period keep their GPUs (Gavel has no grace periods); a cycle of moves
   is broken with one preemption (:func:`baselines.gavel.place.carry_out`).
 
-Assumptions: A-H10 (the Gavel Hadar compares with is ``gavel-las-perf`` with 360 s
+Assumptions (docs/gavel.md): the Gavel Hadar compares with is ``gavel-las-perf`` with 360 s
 rounds); weights are the job table's ``weight`` (Gavel's ``priority_weight``).
 """
 
@@ -109,8 +109,8 @@ class Gavel(RoundBased):
             FIFO code (see :mod:`baselines.gavel.fifo`); default the intended rule.
         absent_jobs: ``"idle"`` (Gavel) or ``"run"`` for jobs not in the allocation.
         fixed_allocation: ``(J, C)`` allocation over the scenario's device types used
-            instead of the policy (replaying a given ``X``, worked example G-4); then
-            the allocation is never recomputed and time is reset only once.
+            instead of the policy (replaying a given ``X``, the motivational example of
+            docs/gavel.md); then the allocation is never recomputed and time is reset only once.
         type_order: Device keys in walk order, overriding the policy's (tests).
         lp_solution: ``"interior"`` (default: HiGHS interior point, like Gavel's cvxpy)
             or ``"vertex"`` (simplex plus hetgym's second-stage tie-break); see

@@ -1,4 +1,4 @@
-"""A Hadar / HadarE round's plan as decisions (Sultana et al., TPDS; stage-2 spec §3.1):
+"""A Hadar / HadarE round's plan as decisions (Sultana et al., TPDS, sec. III; docs/hadar.md):
 :func:`emit`, and the running jobs' copies as placements."""
 
 from __future__ import annotations

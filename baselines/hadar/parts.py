@@ -1,4 +1,4 @@
-"""Parts of Hadar / HadarE (Sultana et al., TPDS; stage-2 spec §3.1): prices, allocation
+"""Parts of Hadar / HadarE (Sultana et al., TPDS, sec. III; docs/hadar.md): prices, allocation
 candidates, the payoff DP with backfill and HadarE's fork fill (a round's plan as
 decisions: :mod:`baselines.hadar.emit`).
 
@@ -102,11 +102,11 @@ def price_eq5(u_min: float, u_max: float, gamma: float, capacity: float) -> floa
 class PriceBook:
     """Eq. (5)-(7): per-type U_max, U_min and the price of a node's next GPU.
 
-    ``U_max^r = max_{j in Q} X_j^r`` (A-H1: per-GPU utility on type r; the largest over all
-    types when no job of Q runs on r); ``U_min^r = (1 / (4 eta)) min_j min_r X_j^r / (T - a_j)``
-    with ``t_j^max = work_j / (W_j min_r X_j^r)``, horizon ``T = now + sum_j t_j^max``
-    (A-H2) and ``eta = max_j C / (t_j^max W_j)`` (C = all GPUs: the smallest eta of the proof
-    of Thm 2). Guard: ``U_min = U_max / 1e6`` when ``U_min >= U_max``.
+    ``U_max^r = max_{j in Q} X_j^r`` (assumption *utility*: per-GPU utility on type r; the
+    largest over all types when no job of Q runs on r); ``U_min^r = (1 / (4 eta)) min_j min_r
+    X_j^r / (T - a_j)`` with ``t_j^max = work_j / (W_j min_r X_j^r)``, horizon ``T = now + sum_j
+    t_j^max`` (assumption *horizon*) and ``eta = max_j C / (t_j^max W_j)`` (C = all GPUs: the
+    smallest eta of the proof of Thm 2). Guard: ``U_min = U_max / 1e6`` when ``U_min >= U_max``.
     """
 
     def __init__(self, view, jobs: np.ndarray) -> None:
@@ -168,7 +168,7 @@ class Candidate:
 
 
 class FindAlloc:
-    """FIND_ALLOC (Algorithm 2 lines 22-32) with the utility of A-H1.
+    """FIND_ALLOC (Algorithm 2 lines 22-32) with the utility of docs/hadar.md (*Assumptions*).
 
     Candidates: *packed* (the fastest node holding the whole gang, else nodes by free
     GPUs, speed, index until the gang is complete), *non-packed* (free GPUs of nodes
@@ -178,9 +178,9 @@ class FindAlloc:
     (``utility="throughput"``) or ``t_j^min / (f - a_j)`` (``"normalized"``), with
     ``f = now + d(w) + R_j / rho(w)``, ``rho`` = ``view.rate_of`` (the engine's rate:
     slowest type, scaling, cross-node topology factor, so no separate communication cost,
-    A-H4) and ``d(w)`` = the restart delay unless ``w`` is the job's current placement or
-    the job never ran. GPU ids on a node: the job's own if it holds some there, then GPUs
-    no running job holds, then the lowest.
+    assumption *communication cost*) and ``d(w)`` = the restart delay unless ``w`` is the job's
+    current placement or the job never ran. GPU ids on a node: the job's own if it holds some
+    there, then GPUs no running job holds, then the lowest.
 
     On the simulator's own view (``compiled``, the default) :meth:`best` and the greedy
     pass and backfill (:meth:`greedy`) run compiled (:mod:`baselines.hadar.kernels`, same
@@ -347,7 +347,7 @@ def same_pairs(an: np.ndarray, ag: np.ndarray, bn: np.ndarray, bg: np.ndarray) -
 
 def payoff_dp(jobs: list[int], state: PlanState, find: FindAlloc, dp_limit: int
               ) -> tuple[dict[int, Candidate], PlanState]:
-    """Algorithm 2 as a payoff maximisation (A-H3): ``V(i, s) = max(V(i+1, s),
+    """Algorithm 2 as a payoff maximisation (assumption *DP objective*): ``V(i, s) = max(V(i+1, s),
     mu_i + V(i+1, s - w_i))``, memoised on (i, plan state), ties -> take; exact when
     ``len(jobs) <= dp_limit``, else greedy (take whenever ``mu > 0``, in order). Returns
     the chosen allocations and the plan state left."""
@@ -396,7 +396,8 @@ def payoff_dp(jobs: list[int], state: PlanState, find: FindAlloc, dp_limit: int
 
 
 def backfill(jobs: list[int], chosen: dict, state: PlanState, find: FindAlloc) -> PlanState:
-    """A-H3: jobs the DP skipped, in order, on the leftover state (take if ``mu > 0``)."""
+    """Backfill (docs/hadar.md, *Semantics* item 5): jobs the DP skipped, in order, on the
+    leftover state (take if ``mu > 0``)."""
     if find.compiled is not None:
         return find.greedy(jobs, chosen, state, greedy=False)[1]
     for j in jobs:
@@ -411,11 +412,11 @@ def backfill(jobs: list[int], chosen: dict, state: PlanState, find: FindAlloc) -
 
 def fork_fill(view, jobs: list[int], plan: dict[int, list[Placement]], state: PlanState,
               current: dict[int, list[Placement]]) -> PlanState:
-    """HadarE's fill (§V, A-H7): while some node has room, the unfinished forkable job with
-    the largest estimated remaining time ``R_j / rho_j(planned copies)`` (inf with none;
-    ties: lower index) among those whose gang fits on one node without a copy of it gets a
-    copy there, on the node fastest for it (ties: a node it has a copy on now, then the
-    lower index). One extra copy = the whole gang on one node."""
+    """HadarE's fill (sec. V; assumption *HadarE fill order*, docs/hadar.md): while some node
+    has room, the unfinished forkable job with the largest estimated remaining time ``R_j /
+    rho_j(planned copies)`` (inf with none; ties: lower index) among those whose gang fits on
+    one node without a copy of it gets a copy there, on the node fastest for it (ties: a node it
+    has a copy on now, then the lower index). One extra copy = the whole gang on one node."""
     nd = np.asarray(view.node_device)
     workers = np.asarray(view.workers)
     forkable = [j for j in jobs if view.forkable[j]]

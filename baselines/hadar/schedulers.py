@@ -27,23 +27,24 @@ Copies pool their progress and pay ``fork_sync_delay`` each round (engine, forki
 rules in docs/semantics.md). A running forked job keeps, as its primary in the Hadar
 step, its copy of the highest rate.
 
-Assumptions (stage-2 spec §3.5; each is the paper's gap, our choice):
+Assumptions (docs/hadar.md, *Assumptions*; each is the paper's gap, our choice):
 
-* A-H1 utility = effective throughput ``work_j / (f_j - a_j)`` (``utility="throughput"``;
+* Utility = effective throughput ``work_j / (f_j - a_j)`` (``utility="throughput"``;
   ``"normalized"``: ``t_j^min / (f_j - a_j)``), ``U_max^r = max_j X_j^r`` (per GPU).
-* A-H2 horizon ``T = now + sum_{j in Q} t_j^max``.
-* A-H3 the DP maximises the total payoff (Algorithm 2's "cheaper branch" would never take a
+* Horizon ``T = now + sum_{j in Q} t_j^max``.
+* DP objective: the DP maximises the total payoff (Algorithm 2's "cheaper branch" would never take a
   job) and a backfill pass retries the skipped jobs (work-conserving).
-* A-H4 no separate communication cost: the engine's cross-node topology factor is in
+* Communication cost: none separate; the engine's cross-node topology factor is in
   ``rho`` (``view.rate_of``) and so in the utility.
-* A-H5 the ``hadar-sim`` workload (``hetgym.presets.hadar``).
-* A-H6 ``realloc="all"`` with stickiness (the current placement is a candidate and wins
-  cost ties through its larger utility: no restart delay), option ``"new"``.
-* A-H7 HadarE fills idle nodes with the job of largest remaining time first.
-* A-H8 HadarE's split of the remaining steps over copies in proportion to their
+* hadar-sim workload: the ``hadar-sim`` workload (``hetgym.presets.hadar``).
+* Re-allocation scope: ``realloc="all"`` with stickiness (the current placement is a candidate
+  and wins cost ties through its larger utility: no restart delay), option ``"new"``.
+* HadarE fill order: HadarE fills idle nodes with the job of largest remaining time first.
+* HadarE work split: HadarE's split of the remaining steps over copies in proportion to their
   throughput = pooled progress (engine), with a per-round ``fork_sync_delay``.
-* A-H9 the paper's motivational Hadar figure is not used.
-* Eq. (6) is read per type (``U_max^r``, spec H-3 "per-type reading"); ``M_j`` in
+* Motivational figure: the paper's motivational Hadar figure is not used.
+* Eq. (6) is read per type (``U_max^r``; the DP-and-backfill example of
+  docs/hadar.md has the same schedule under both readings); ``M_j`` in
   ``t_j^min/max`` is read as ``W_j``.
 
 Beyond the paper: CPU nodes take part (a worker takes cores and memory; the price of a
@@ -162,7 +163,8 @@ class Hadar(RoundBased):
 @dataclass
 class HadarE(Hadar):
     """HadarE (paper §V): Hadar, then idle nodes get copies of forkable jobs (module
-    docstring, A-H7, A-H8). Jobs that are not ``forkable`` are scheduled as by Hadar."""
+    docstring; assumptions *HadarE fill order* and *work split*, docs/hadar.md). Jobs that are
+    not ``forkable`` are scheduled as by Hadar."""
 
     def decide_round(self, view) -> list[Decision]:
         """Hadar's plan, the fork fill, then the decisions."""

@@ -1,30 +1,30 @@
 """Tiresias (Gu et al., NSDI'19): discretised 2D-LAS, information-agnostic.
 
 Source: ``SymbioticLab/Tiresias`` ``simulator/run_sim.py::dlas_sim_jobs`` (``dlas-gpu``,
-``--scheme=count``), ``simulator/jobs.py``, README §4; spec stage2 §3.6.
+``--scheme=count``), ``simulator/jobs.py``, README §4; docs/gavel.md.
 
 * Attained service ``a_j`` = workers x time holding resources, summed over the job's
   runs (GPU-seconds, ``view.attained_service``; Tiresias' ``executed_time x num_gpu``).
 * ``K = len(thresholds) + 1`` queues: ``Q_0 = [0, theta_1)``, ``Q_1 = [theta_1, theta_2)``,
   ...; every job enters ``Q_0`` and is demoted when ``a_j`` reaches its queue's upper
-  threshold. The scheduler asks for a wake-up (``next_wakeup``, M1) at the next crossing
-  while a job waits, so a demotion is acted on at the instant it happens.
+  threshold. The scheduler asks for a wake-up (``next_wakeup``, docs/semantics.md *Timers*) at
+  the next crossing while a job waits, so a demotion is acted on at the instant it happens.
 * At every decision point the jobs are ordered ``Q_0`` first, then ``Q_1``, ...; within a
   queue running jobs first (by the start of their current run), then waiting jobs by the
   time they entered the queue (arrival, or the crossing time for a demoted job), ties by
   job index. Walking that order on the whole cluster (running jobs' resources released),
   a job "should run" if its gang fits in what is left: a running job keeps its GPUs if
   they are still free, a waiting job takes a placement on the device types it can run on
-  in a random order (:class:`~baselines.common.unaware.AnyType`, heterogeneity-unaware, M16);
+  in a random order (:class:`~baselines.common.unaware.AnyType`, heterogeneity-unaware);
   otherwise it is skipped, not blocking. Running jobs that should not run are preempted
   (progress kept); waiting jobs that should run start in what is free once the preempted
   jobs without a grace period have left (the walk and carry-out of
   :class:`~baselines.classic.schedulers.SRPT`, whose ``_carry_out`` this class reuses).
 * PromoteKnob is off (Hadar's setting) and not offered.
 
-Assumptions: A-H11 (two queues, ``theta_1 = 3600`` GPU-seconds, the Tiresias README's
-two-queue example; the repo's ``jobs.py`` uses 3250 s with three queues). Jobs in a
-grace period, or at the scenario's preemption limit, keep their resources. GPU
+Assumptions (docs/gavel.md): Tiresias threshold (two queues, ``theta_1 = 3600`` GPU-seconds, the
+Tiresias README's two-queue example; the repo's ``jobs.py`` uses 3250 s with three queues). Jobs
+in a grace period, or at the scenario's preemption limit, keep their resources. GPU
 counting follows hetgym's placement (a gang that fits in the free GPU count but not on
 any node set of one type is skipped), where Tiresias' ``count`` scheme counts GPUs only.
 """

@@ -1,16 +1,16 @@
 """YARN-CS: YARN's capacity scheduler as Tiresias and Hadar use it.
 
 Source: ``SymbioticLab/Tiresias`` ``simulator/run_sim.py::one_queue_fifo_sim_jobs`` with
-``--scheme=yarn`` and ``simulator/switch.py::ms_yarn_alloc_res``; spec stage2 §3.6.
+``--scheme=yarn`` and ``simulator/switch.py::ms_yarn_alloc_res``; docs/gavel.md.
 One FIFO queue (arrival order), non-preemptive, gang (all workers at once), strict: the
 scan stops at the first job that cannot start. Placement is consolidated: the
 simulator's ``pack`` policy (a job that fits one node takes the tightest such node,
 larger jobs the fewest nodes), whatever the scenario's default placement. GPU types
 are ignored: a job tries the types it can run on in a random order drawn once per
-decision point (:class:`~baselines.common.unaware.AnyType`, M16).
+decision point (:class:`~baselines.common.unaware.AnyType`).
 
-Assumptions: A-H10/A-H11 do not apply; the random type order is hetgym's reading of
-"unaware of GPU types" (Tiresias' simulator has a single GPU type).
+Assumptions: Gavel's and Tiresias' (docs/gavel.md) do not apply; the random type order is
+hetgym's reading of "unaware of GPU types" (Tiresias' simulator has a single GPU type).
 """
 
 from __future__ import annotations

@@ -12,7 +12,8 @@ and hence every choice, are the same bits:
   utility, a later one replacing it only when better by more than 1e-12;
 * :func:`best_flat_nb`: both in one call when interference costs nothing (``kappa = 0``:
   every ``n_I`` and ``n_I'`` is the floor ``MIN_COST``);
-* :func:`bounds_nb`: ``(t_min, t_max)`` of every node and gang size (A-T3), once a run.
+* :func:`bounds_nb`: ``(t_min, t_max)`` of every node and gang size (assumption
+  *normalisation*), once a run.
 
 Interference with ``kappa != 0`` sums over a Python set (its order is the set's), so
 the caller computes it in Python per node and socket set and passes the tables

@@ -5,10 +5,10 @@ Amaral, Polo, Carrera, Seelam, Steinder, *Topology-Aware GPU Scheduling for Lear
 Workloads in Cloud Environments*, SC'17, sec. 4 (eqs. 1-5, Algorithms 1-3), as the
 authors' code computes it (``HiEST/gpu-topo-aware``, ``src/schedule/algorithms/``
 ``utils/utility.py``, ``utilityaware.py``, ``fcfs.py``, ``bf.py``). The assumptions
-A-T1 ... A-T9 are listed in docs/topo.md.
+The assumptions are listed in docs/topo.md (*Assumptions*).
 
-Every placement here is on ONE node (A-T1: the authors' recursion bottoms out at a
-machine and a job needing more GPUs than any machine has free is not placed).
+Every placement here is on ONE node (assumption *exhaustive search*: the authors' recursion
+bottoms out at a machine and a job needing more GPUs than any machine has free is not placed).
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ __all__ = ["LEVEL_COST", "MIN_COST", "Candidate", "SubsetSearch", "UtilityModel"
 
 #: The authors' ``min_cost``: the floor of every normalised cost.
 MIN_COST = 0.01
-#: A-T2: TOPO distance of a pair of GPUs at a simulator distance level (paper Fig. 7:
-#: 1 next to the GPU, 20 at the socket level; the authors' code: 40 across machines).
+#: assumption *level costs*: TOPO distance of a pair of GPUs at a simulator distance level
+#: (paper Fig. 7: 1 next to the GPU, 20 at the socket level; the authors' code: 40 across machines).
 LEVEL_COST = {1.0: 1.0, 2.0: 10.0, 3.0: 20.0}
 
 
 def level_cost(level: float) -> float:
-    """TOPO path cost of a GPU pair at ``level`` (A-T2; a level outside {1, 2, 3} of a
-    custom matrix costs ``20 x level / 3``, which meets 20 at level 3)."""
+    """TOPO path cost of a GPU pair at ``level`` (assumption *level costs*; a level outside {1,
+    2, 3} of a custom matrix costs ``20 x level / 3``, which meets 20 at level 3)."""
     return LEVEL_COST.get(float(level), 20.0 * float(level) / 3.0)
 
 
@@ -55,7 +55,8 @@ class UtilityModel:
     min_cost: float = MIN_COST
 
     def job_utility(self, n_cc: float, n_int: float) -> float:
-        """Eq. (2) as normalised by the authors (A-T3): utility of the job alone."""
+        """Eq. (2) as normalised by the authors (assumption *normalisation*): utility of the job
+        alone."""
         ln = 2
         cost = n_cc ** (self.w_cc * (1 + 1 / ln)) + n_int ** (self.w_int * (1 + 1 / ln))
         return ln * self.min_cost ** (1 / ln) / cost
@@ -94,20 +95,20 @@ def fit_mask(view: Any, cap: Any, j: int) -> np.ndarray:
 
 @dataclass
 class SubsetSearch:
-    """Exhaustive search over every W-subset of every node's free GPUs (A-T1: the
-    authors' ``get_machine_best_placement`` enumerates all subsets of a machine; their
+    """Exhaustive search over every W-subset of every node's free GPUs (assumption *exhaustive
+    search*: the authors' ``get_machine_best_placement`` enumerates all subsets of a machine; their
     recursive bipartitioning only chooses which machine, and an exhaustive pass over the
     machines finds the same optimum). Returns the candidate with the highest system
     utility; ties go to the lower node index, then to the lexicographically smaller GPU
     tuple.
 
-    Costs of a candidate ``g`` for job ``j`` on node ``n`` (spec sec. 5.1, step 3):
+    Costs of a candidate ``g`` for job ``j`` on node ``n`` (docs/topo.md, *Semantics* item 4):
 
     * ``n_cc``: MIN for one GPU, else (t(g) - t_min) / (t_max - t_min) clipped to
       [MIN, 1], t = summed pairwise :func:`level_cost` (eq. 3), t_min / t_max over every
-      W-subset of the empty node (A-T3);
+      W-subset of the empty node (assumption *normalisation*);
     * ``n_I = max(MIN, kappa s_j sum p_k)`` over the running jobs sharing an
-      interference domain with ``g`` (the simulator's model, A-T4);
+      interference domain with ``g`` (the simulator's model, assumption *interference cost*);
       ``n_I,others = max(MIN, mean_k kappa s_k p_j)``; ``n_I' = (n_I + n_I,others) / 2``
       when the node runs a job, else ``n_I``;
     * ``n_frag``: eq. (5), the mean over sockets of free / total GPUs after the
@@ -391,9 +392,10 @@ def first_fit(view: Any, cap: Any, j: int) -> tuple[int, tuple[int, ...]] | None
 
 
 def best_fit(view: Any, cap: Any, j: int) -> tuple[int, tuple[int, ...]] | None:
-    """BF GPU choice (``bf.py``, A-T8): the fitting node with the fewest free GPUs (ties:
-    lower index); on it, repeatedly the socket with the fewest free GPUs > 0 (ties: the
-    HIGHER socket id, as ``get_socket_id``'s ``>=`` does), its lowest free ids first."""
+    """BF GPU choice (``bf.py``, assumption *FCFS/BF server choice*): the fitting node with the
+    fewest free GPUs (ties: lower index); on it, repeatedly the socket with the fewest free GPUs
+    > 0 (ties: the HIGHER socket id, as ``get_socket_id``'s ``>=`` does), its lowest free ids
+    first."""
     w = int(view.workers[j])
     fit = np.flatnonzero(fit_mask(view, cap, j))
     if not len(fit):

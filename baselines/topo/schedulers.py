@@ -4,7 +4,7 @@ Amaral, Polo, Carrera, Seelam, Steinder, *Topology-Aware GPU Scheduling for Lear
 Workloads in Cloud Environments*, SC'17. Placement rules from the paper (sec. 4:
 eqs. 1-5, Algorithms 1-3) as the authors' code computes them
 (``HiEST/gpu-topo-aware`` 8125c28, ``src/schedule/algorithms/``). docs/topo.md lists
-the assumptions A-T1 ... A-T9 and the results.
+the assumptions and the results.
 
 ============== ================== ============================================================
 name           class              rule
@@ -19,17 +19,17 @@ name           class              rule
                                   best-fit node, most-used socket first
 ============== ================== ============================================================
 
-Common rules: decision points are the simulator's events (A-T1: the authors' timer
-interval adds nothing in a simulation where nothing changes between events); every job
-runs on ONE node (a job needing more GPUs than any node has free waits, as in the
+Common rules: decision points are the simulator's events (assumption *exhaustive search*: the
+authors' timer interval adds nothing in a simulation where nothing changes between events);
+every job runs on ONE node (a job needing more GPUs than any node has free waits, as in the
 authors' ``rdb``); device types are not told apart (any GPU type where the job's
 throughput is positive; the paper's cluster is homogeneous); a job whose only device
 types are CPU types is placed by the simulator's default placement on a scratch copy
 (the paper has none). No scheduler here preempts.
 
-Assumptions used by all four (docs/topo.md): A-T1 (exhaustive subset search), A-T2
-(level costs 1/10/20), A-T3 (normalisation), A-T4 (interference = the simulator's
-model), A-T8 (FCFS / BF node choice). FCFS and BF are topology-oblivious: they ignore
+Assumptions used by all four (docs/topo.md, *Assumptions*): exhaustive subset search,
+level costs 1/10/20, normalisation, interference cost = the simulator's model,
+FCFS / BF server choice. FCFS and BF are topology-oblivious: they ignore
 ``comm``, interference and utilities.
 """
 
@@ -121,8 +121,8 @@ class TopoAware(_Greedy):
 
     At each decision point the waiting jobs are taken in queue (arrival) order; each gets
     the candidate of highest system utility found by :class:`SubsetSearch` (an exact
-    search over every W-subset of every node's free GPUs, A-T1, not the paper's
-    bipartitioning heuristic: at the node level the authors' code enumerates all subsets
+    search over every W-subset of every node's free GPUs, assumption *exhaustive search*, not
+    the paper's bipartitioning heuristic: at the node level the authors' code enumerates all subsets
     too, and with at most C(8, 4) = 70 subsets per node the exact optimum is cheap).
     Jobs that fit nowhere are skipped (out-of-order, as the authors' ``get_jobs``).
     TOPO-AWARE-P postpones a job whose best candidate's job utility is below its
@@ -130,7 +130,8 @@ class TopoAware(_Greedy):
 
     Args:
         postpone: TOPO-AWARE-P's rule.
-        kappa: Interference coefficient of the cost model (A-T4); ``None`` = the
+        kappa: Interference coefficient of the cost model (assumption *interference cost*);
+        ``None`` = the
             scenario's ``interference_coeff``.
         w_cc, w_int, w_frag: Utility weights (the authors' "neutral" policy: 1/3 each).
     """
@@ -170,7 +171,7 @@ class TopoFCFS(_Greedy):
     head-of-line blocking (the walk stops at the first job that does not fit); the
     lowest-index node that holds the gang; GPUs socket by socket, lowest free ids first
     (:func:`~baselines.topo.parts.first_fit`). Topology- and interference-oblivious.
-    Assumption A-T8 (first-fit node on a multi-server cluster)."""
+    Assumption *FCFS/BF server choice* (docs/topo.md): first-fit node on a multi-server cluster."""
 
     blocking = True
     choose = staticmethod(first_fit)
@@ -180,9 +181,9 @@ class TopoFCFS(_Greedy):
 class TopoBF(_Greedy):
     """Best fit of the authors' code (``bf.py``, sec. 5): jobs in arrival order, those
     that do not fit are skipped; the fitting node with the fewest free GPUs (ties: lower
-    index, A-T8); on it "allocating first the GPUs from highly used domains": the
-    socket with the fewest free GPUs > 0 first (ties: the higher socket id, as the
-    authors' ``get_socket_id``), its lowest free ids first
+    index, assumption *FCFS/BF server choice*); on it "allocating first the GPUs from highly
+    used domains": the socket with the fewest free GPUs > 0 first (ties: the higher socket id,
+    as the authors' ``get_socket_id``), its lowest free ids first
     (:func:`~baselines.topo.parts.best_fit`). Topology- and interference-oblivious."""
 
     blocking = False

@@ -24,14 +24,14 @@ class HetClusterRoundsEnv(DecisionEnv):
     """Re-plan the cluster at each round boundary, one worker at a time.
 
     ## Description
-    The simulator behind :func:`hetgym.simulate` (docs/semantics.md) with rounds (M15):
-    the agent is asked at round boundaries only (every ``round_length`` s, default the
-    scenario's), as Hadar, HadarE and Gavel act. At a boundary it builds each decision
-    worker by worker: it picks a job of the window and puts its workers one at a time on
-    explicit GPUs (any type, any server: mixed and multi-server gangs allowed); a
+    The simulator behind :func:`hetgym.simulate` (docs/semantics.md) with rounds
+    (docs/semantics.md, *Rounds*): the agent is asked at round boundaries only (every
+    ``round_length`` s, default the scenario's), as Hadar, HadarE and Gavel act. At a boundary
+    it builds each decision worker by worker: it picks a job of the window and puts its workers
+    one at a time on explicit GPUs (any type, any server: mixed and multi-server gangs allowed); a
     non-forkable job's decision is issued when its gang is complete, a forkable job's when
     the agent *commits* (one copy, or several copies of a full gang on pairwise distinct
-    servers: forking, M4). The decision is a ``Start`` for a waiting job, a ``Move`` for a
+    servers: forking). The decision is a ``Start`` for a waiting job, a ``Move`` for a
     running one (restart delay, no preemption counted); a running job can also be
     preempted. ``done`` ends the round (a gang left half-built is dropped). ``hadar``,
     ``hadare`` and the ``gavel-*`` policies act in it through

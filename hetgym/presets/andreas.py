@@ -1,4 +1,4 @@
-"""ANDREAS' simulated scenario (paper section V-B; spec 4.2), registered on import as
+"""ANDREAS' simulated scenario (paper section V-B; docs/andreas.md), registered on import as
 ``andreas-sim``, and the ANDREAS job/option settings shared with ``andreas-armida``.
 
 ``hetgym.scenarios.get("andreas-sim", n_nodes=10, gpus="2/1", seed=0, load=0.8)``:
@@ -8,18 +8,19 @@
   ARMIDA's 128 cores, 512 GB and 2 sockets (``hetgym/data/lab/andreas.json``) and the
   catalogue's power model.
 * J = 10 N jobs: application uniform over the four of Table V (EfficientNet, ConvNet,
-  LSTM-big, LSTM-small), epochs uniform over {60, 80, 160} (Table V's values, A-A1); one
-  iteration = one epoch; per-epoch time on one V100 from ``andreas.json`` (placeholders,
-  the paper does not publish its profiles), on a T4 by the catalogue's relative speed
-  (A-A3); elastic: ``min_workers=1``, ``max_workers`` = the largest node's GPUs,
-  ``scaling_exponent=0.8`` (A-A3).
+  LSTM-big, LSTM-small), epochs uniform over {60, 80, 160} (Table V's values, assumption
+  *arrivals and epochs*); one iteration = one epoch; per-epoch time on one V100 from
+  ``andreas.json`` (placeholders, the paper does not publish its profiles), on a T4 by the
+  catalogue's relative speed (assumption *execution times*); elastic: ``min_workers=1``,
+  ``max_workers`` = the largest node's GPUs, ``scaling_exponent=0.8`` (assumption *execution
+  times*).
 * Due date = arrival + U(1, 3) x the job's fastest time (``max_workers`` V100s), weight
   U(0.003, 0.015) EUR per second late (the authors' generator
   ``GPUScheduler/script/py/generate_data.py``: ``fun_generate_deadline``,
-  ``fun_generating_tardinessweight``; A-A7).
-* Arrivals: exponential inter-arrival times scaled to the offered ``load`` (A-A1: the
-  paper's "mixed" rate of [15] is not given): load = arrival rate x mean one-V100 time /
-  the cluster's V100-equivalent GPUs (T4 at its relative speed).
+  ``fun_generating_tardinessweight``; assumption *units*).
+* Arrivals: exponential inter-arrival times scaled to the offered ``load`` (assumption *arrivals
+  and epochs*: the paper's "mixed" rate of [15] is not given): load = arrival rate x mean
+  one-V100 time / the cluster's V100-equivalent GPUs (T4 at its relative speed).
 * Options (:func:`andreas_options`): energy at 0.172 EUR/kWh, PUE 1.33; nodes without a
   job are off (``idle_power="busy_nodes"``); a snapshot every epoch
   (``checkpoint_unit="work"``, interval 1); 10 s restart delay; tardiness at 1 EUR per

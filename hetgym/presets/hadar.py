@@ -1,23 +1,23 @@
-"""Hadar/HadarE's simulated cluster and AWS testbed (Sultana et al., TPDS; stage-2 spec
-§3.2), registered on import as ``hadar-sim`` and ``hadar-aws`` (the lab testbed is
-``hadar-testbed`` in :mod:`hetgym.traces.presets`).
+"""Hadar/HadarE's simulated cluster and AWS testbed (Sultana et al., TPDS,
+sec. IV and VI; docs/hadar.md), registered on import as ``hadar-sim`` and ``hadar-aws`` (the lab
+testbed is ``hadar-testbed`` in :mod:`hetgym.traces.presets`).
 
 ``hetgym.scenarios.get("hadar-sim", n_jobs=480, seed=0)`` (paper §IV):
 
 * 15 nodes of 4 GPUs: 5 x V100, 5 x P100, 5 x K80 (the paper's 20 GPUs of each type,
   "following the setup of the simulation experiments in Gavel"; 4 GPUs per node, 2
-  sockets, 32 cores, 256 GB per node: A-H5).
+  sockets, 32 cores, 256 GB per node: assumption *hadar-sim workload*).
 * ``n_jobs`` jobs drawn (seeded, without replacement) from the Philly-derived CSV shipped
   with hetgym (``hetgym/data/traces/philly``), all VCs pooled, from the paper's "busiest
   hours (3-10)": the CSV's arrival times are offsets within each VC (every VC starts
   near 0), so no absolute window of the trace can be recovered; we read the hours as
   hours of the day (arrival mod 24 h in [3 h, 10 h)), which keeps 4,415 of 15,264 jobs
-  (A-H5).
+  (assumption *hadar-sim workload*).
 * Size by GPU-hours (trace GPUs x duration): Small [0, 1) -> ResNet-18 (batch 64),
   Medium [1, 10) -> CycleGAN, Large [10, 60) -> LM (batch 20) or Transformer (batch 64)
   (uniform), XLarge [60, 100) -> ResNet-50 (batch 64) (Table II; the paper's gap 50-60 is
   closed; jobs of 100 GPU-hours or more are outside the paper's classes and are not
-  drawn: A-H5).
+  drawn: assumption *hadar-sim workload*).
 * ``workers`` = trace GPUs rounded up to Gavel's measured 1/2/4/8 (3 -> 4, 5-7 -> 8,
   more -> 8); ``work`` such that the job runs its trace duration on V100s at that gang
   size (Gavel's measured throughputs); all jobs arrive at 0; ``forkable``; 1 core and

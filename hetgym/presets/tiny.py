@@ -1,4 +1,4 @@
-"""Tiny hand-built scenarios for worked examples (the spec's and the papers' small cases).
+"""Tiny hand-built scenarios for worked examples (the family docs' and the papers' small cases).
 
 :func:`tiny_scenario` builds a cluster of single-type GPU nodes and a workload from a few
 rows, with no topology slowdown and 360 s rounds unless told otherwise. The unit tests of

@@ -7,16 +7,17 @@ pairs, :func:`hetgym.specs.minsky_topology`) and the authors' measured profile
 
 * ``work`` = the job's measured solo time on a packed placement (s), at one iteration
   per second on the ideal placement (``tput_p100 = 1 / W``), so ``best_duration`` is the
-  profile's best time and ``placement_slowdown`` compares with it (A-T5);
+  profile's best time and ``placement_slowdown`` compares with it (assumption *times from the
+  profile*);
 * ``comm`` = (t_inter / t_intra - 1) / (2 x ``topology_coeff``) clipped to [0, 1] from
   the profile's 2-GPU pack and spread times, so the simulator's topology factor gives the
-  spread time exactly (mean distance 3 on a Minsky, A-T5);
-* 3-GPU jobs (A-T9): every 3-GPU placement on a Minsky is 2 + 1 across the sockets and
-  the profile's 3-GPU time is that placement's, so ``work`` = that time and ``comm`` = 0
+  spread time exactly (mean distance 3 on a Minsky, assumption *times from the profile*);
+* 3-GPU jobs (assumption *3-GPU jobs*): every 3-GPU placement on a Minsky is 2 + 1 across the
+  sockets and the profile's 3-GPU time is that placement's, so ``work`` = that time and ``comm`` = 0
   (no placement is better or worse); their interference pressure ``bw`` keeps the
   type's 2-GPU ``comm``;
-* interference: ``interference_coeff`` = 0.3 (A-T4: the paper's ~30 % for two
-  communication-heavy 2-GPU jobs), domain ``socket``; ``restart_delay`` = 0 (nothing is
+* interference: ``interference_coeff`` = 0.3 (assumption *interference cost*: the paper's ~30 %
+  for two communication-heavy 2-GPU jobs), domain ``socket``; ``restart_delay`` = 0 (nothing is
   preempted); ``topology_coeff`` = 0.125.
 
 Jobs carry ``min_utility`` (the TOPO-AWARE-P threshold) and ``job_type``
@@ -104,7 +105,7 @@ def job_profile(net: str, batch: int, gpus: int) -> dict:
     work = float(solo[str(gpus)]["intra-socket"])
     if work <= 0:
         raise ValueError(f"profile has no {gpus}-GPU time for {net} batch {batch}")
-    if gpus >= 3:  # A-T9: the only placement a Minsky has; its time is the measurement
+    if gpus >= 3:  # assumption *3-GPU jobs*: the only placement a Minsky has; its time is the measurement
         return {"work": work, "comm": 0.0, "bw": comm}
     return {"work": work, "comm": comm, "bw": np.nan}
 
@@ -152,8 +153,9 @@ def topo_prototype(jobs: str = "paper", **options) -> Scenario:
 def generate_jobs(n_jobs: int, seed: int) -> list[dict]:
     """Jobs from the authors' generator (``src/workload/work_gen.py::gen_jobs``) with a
     NumPy generator: inter-arrival Poisson(10) whole seconds (the first job arrives after
-    its draw, A-T7), batch Binomial(3, 0.1) -> 1, 4, 128, 64, GPUs Binomial(2, 0.39) + 1,
-    network Binomial(1, 0.2) -> AlexNet / GoogLeNet, min utility U(0.30, 0.52)."""
+    its draw, assumption *topo-sim arrivals*), batch Binomial(3, 0.1) -> 1, 4, 128, 64, GPUs
+    Binomial(2, 0.39) + 1, network Binomial(1, 0.2) -> AlexNet / GoogLeNet, min utility U(0.30,
+    0.52)."""
     rng = np.random.default_rng(seed)
     gaps = rng.poisson(10, n_jobs)
     batch = rng.binomial(3, 0.1, n_jobs)

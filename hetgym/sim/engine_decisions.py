@@ -100,7 +100,7 @@ class SimulatorDecisions:
                 8: "a worker is on a device type where the job's throughput is 0"}
 
     def copies(self, job: int, placement: Any, what: str = "Start") -> Placement | None:
-        """Resolve a placement or a list of copy placements (forking, M4) into one flat
+        """Resolve a placement or a list of copy placements (forking) into one flat
         :class:`Placement` (copy c at workers ``[c W, (c + 1) W)``), checking the copy rules:
         each copy a full gang, copies on pairwise distinct nodes, >1 copy only for a
         ``forkable`` job and at most ``max_copies``."""
@@ -177,7 +177,7 @@ class SimulatorDecisions:
     def start(self, job: int, device: str | int | None = None,
               placement: Placement | Sequence[Placement] | None = None) -> None:
         """Start a queued job on ``device`` (default placement) or on ``placement``
-        (a list of placements = copies of a forkable job, M4)."""
+        (a list of placements = copies of a forkable job)."""
         job = int(job)
         if not 0 <= job < self.n_jobs:
             raise SchedulingError(f"Start: job index {job} out of range 0..{self.n_jobs - 1}")
@@ -214,7 +214,7 @@ class SimulatorDecisions:
     def move(self, job: int, placement: Placement | Sequence[Placement],
              device: str | int | None = None) -> None:
         """Re-allocate a running job (or one in its grace period) to ``placement`` at once
-        (see :class:`~hetgym.decisions.Move`; a list of placements = copies, M4)."""
+        (see :class:`~hetgym.decisions.Move`; a list of placements = copies)."""
         job = int(job)
         js = self.js
         if not 0 <= job < self.n_jobs or js.status[job] not in (RUNNING, GRACE):

@@ -231,7 +231,7 @@ def step_nb(P, S):
 @njit(cache=True, inline="always")
 def fork_sync_nb(t, P, S):
     """Round boundary at ``t``: every job holding >= 2 copies makes no progress for
-    ``fork_sync`` seconds (model consolidation, M4; a pending restart delay overlaps)."""
+    ``fork_sync`` seconds (model consolidation, forking; a pending restart delay overlaps)."""
     js, run = S.job, S.run
     sync = P.opts.fork_sync
     for i in range(run.ctr[CTR_RUN]):

@@ -53,7 +53,7 @@ def _check_nb(job, w, wnodes, wgpus, P, S):
 
 @njit(cache=True, inline="always")
 def copies_nb(job, w, jobs):
-    """Copies in a placement of ``w`` workers for ``job`` (forking, M4): more workers than
+    """Copies in a placement of ``w`` workers for ``job`` (forking): more workers than
     the job's largest gang means copies of ``workers`` each (forkable jobs have a fixed
     gang); otherwise 1."""
     if w > jobs.max_workers[job]:
@@ -65,7 +65,7 @@ def copies_nb(job, w, jobs):
 def _occupy_nb(job, w, wnodes, wgpus, dev, P, S):
     """Take a checked placement for ``job`` and run it from now (``resume_at`` set by the
     caller): resources, power, worker slots, rate, projected finish, running list.
-    With copies (M4: ``w`` = gang x copies, copy c at ``wnodes[c W:(c + 1) W]``) the rate
+    With copies (forking: ``w`` = gang x copies, copy c at ``wnodes[c W:(c + 1) W]``) the rate
     is the sum of the copies' rates."""
     jobs, nodes, js, run = P.jobs, P.nodes, S.job, S.run
     alloc_call_nb(job, w, wnodes, wgpus, np.int64(1), jobs.cpus_need[job], jobs.mem[job], nodes, S.node)
@@ -95,7 +95,7 @@ def start_nb(job, w, wnodes, wgpus, want, P, S):
     """Validate a placement and start a queued job on it (on device type ``want``, or any
     type if ``want < 0``).
 
-    ``w`` may be the job's gang size times its number of copies (forking, M4): copy c is
+    ``w`` may be the job's gang size times its number of copies (forking): copy c is
     ``wnodes[c W:(c + 1) W]``; the caller checks that copies are allowed and on distinct
     nodes. With >= 2 copies the job makes no progress for ``fork_sync`` seconds (or the
     restart delay if larger).
@@ -155,7 +155,7 @@ def move_nb(job, w, wnodes, wgpus, P, S):
     (:func:`checkpoint_loss_nb`), and the job runs on the new placement after the
     restart delay: one restart, no preemption, any grace period cancelled. A move
     to the job's current placement only cancels a grace period (no delay, no loss).
-    With copies (M4) the job waits for the larger of the restart delay and ``fork_sync``.
+    With copies (forking) the job waits for the larger of the restart delay and ``fork_sync``.
     Returns ``START_OK``, ``START_NOT_RUNNING`` or a placement code of
     :func:`start_nb` (then nothing changed).
     """

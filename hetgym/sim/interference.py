@@ -114,7 +114,7 @@ def interfered_rate_nb(job, w, wnodes, wgpus, P, ns):
 
 @njit(cache=True, inline="always")
 def copies_rate_nb(job, w, k, wnodes, wgpus, P, ns):
-    """Pooled rate of ``k`` copies of ``job`` on ``w`` workers (forking, M4: copy c on
+    """Pooled rate of ``k`` copies of ``job`` on ``w`` workers (forking: copy c on
     ``wnodes[c w / k:(c + 1) w / k]``): the sum of the copies' :func:`interfered_rate_nb`
     (exactly it when ``k == 1``)."""
     g = w // k

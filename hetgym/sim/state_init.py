@@ -66,7 +66,7 @@ def min_units(jobs: JobArrays, dev_is_cpu: np.ndarray) -> np.ndarray:
 
 
 def max_copies(option: int | None, jobs: JobArrays, nodes: NodeArrays) -> int:
-    """Copies a forkable job may hold (M4): ``option``, else the number of GPU nodes when
+    """Copies a forkable job may hold (forking): ``option``, else the number of GPU nodes when
     some job is forkable, else 1 (so that workloads without forking keep their layout)."""
     if option is not None:
         return int(option)

@@ -82,7 +82,7 @@ class Options(NamedTuple):
     interf_mode: int        # 0 no interference, 1 coefficient model, 2 pairwise table
     interf_coeff: float
     interf_domain: int      # 0 socket, 1 node
-    fork_sync: float        # no-progress time of a job holding >= 2 copies (M4)
+    fork_sync: float        # no-progress time of a job holding >= 2 copies (forking)
     max_copies: int         # copies a forkable job may hold (worker slots = Wmax x max_copies)
 
 
@@ -117,7 +117,7 @@ class JobState(NamedTuple):
     worker_gpu: np.ndarray   # int64[J, Wmax], -1 padding / CPU worker
     attained: np.ndarray     # float64[J], worker-seconds held in finished runs
     nworkers: np.ndarray     # int64[J], workers of the current/last run, all copies (0 = never ran)
-    n_copies: np.ndarray     # int64[J], copies of the current/last run (1 unless forked, M4)
+    n_copies: np.ndarray     # int64[J], copies of the current/last run (1 unless forked)
 
 
 class NodeState(NamedTuple):

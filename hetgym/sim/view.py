@@ -246,7 +246,8 @@ class View:
         """Iterations/s that ``job`` would make on ``placement`` (the engine's own rate
         function: slowest worker, scaling, topology, and interference with the jobs
         holding GPUs now, the job itself left out); 0 if a worker's throughput is 0.
-        A list of placements = copies of a forked job: the sum of their rates (M4)."""
+        A list of placements = copies of a forked job: the sum of their rates
+        (docs/semantics.md, *Forking*)."""
         if not isinstance(placement, Placement):
             return float(sum(self.rate_of(job, p) for p in placement))
         s = self._sim

@@ -1,5 +1,5 @@
-"""Elastic gang sizes (M7), node power state (M8), deadline metrics (M9) and checkpoints in
-work units (M10): the engine against the reference simulator, and hand examples.
+"""Elastic gang sizes, node power state, deadline metrics and checkpoints in
+work units (docs/semantics.md): the engine against the reference simulator, and hand examples.
 
 The parity tests draw the small scenarios of ``test_reference_equivalence`` and add
 ``min_workers``/``max_workers``/``scaling_exponent`` columns and the new options; a
@@ -175,8 +175,9 @@ def test_elastic_rate_and_duration() -> None:
 
 
 def test_busy_nodes_energy_worked_example_a1() -> None:
-    """Spec 4.7 A-1 energy: J1 on A x 2 (0-344.61 s), J2 on B x 1 (0-600 s): 278,765.7 J
-    with busy_nodes (EUR 0.0177140), + A's idle 100 W x 255.39 s with "always" (EUR 0.0193369)."""
+    """Configuration-choice example (docs/andreas.md) energy: J1 on A x 2 (0-344.61 s), J2 on B
+    x 1 (0-600 s): 278,765.7 J with busy_nodes (EUR 0.0177140), + A's idle 100 W x 255.39 s with
+    "always" (EUR 0.0193369)."""
     rows = [_job(0, 600.0, max_workers=2, scaling_exponent=0.8),
             _job(1, 300.0, max_workers=2, scaling_exponent=0.8)]
     plan = {0: ([0, 0], [0, 1]), 1: ([1], [0])}

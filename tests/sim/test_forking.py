@@ -1,4 +1,4 @@
-"""Forking / multi-copy jobs (stage-2 spec M4) and the utilisation metrics (M11).
+"""Forking / multi-copy jobs (docs/semantics.md, *Forking*) and the utilisation metrics.
 
 * Parity: the fast engine against the pure-Python reference (``tests/reference_sim.py``)
   on random small scenarios with forkable jobs, a scheduler that starts random copies,
@@ -7,8 +7,8 @@
   per-node busy time, busy time per type and energy.
 * The exact rules: pooled rate, sync delay at start and at every round boundary (max with
   the restart delay, not the sum), all copies released together, errors for bad copies.
-* Worked example H-4 / H-5 of the spec (§3.7) on the mechanism alone (hand-written
-  decisions), and M11's metrics on them.
+* The forking examples of docs/hadar.md on the mechanism alone (hand-written
+  decisions), and the utilisation metrics on them.
 """
 
 from __future__ import annotations
@@ -182,7 +182,8 @@ def test_forking_metrics_match_reference(scenario, flags, sync, seed):
 # ------------------------------------------------------------ exact rules
 def _three_nodes(sync: float | None = 10.0, restart: float = 10.0, forkable: bool = True,
                  works=(3600.0,), arrivals=None, max_copies=None) -> Scenario:
-    """H-4's cluster: nodes a, b, c (one GPU each) where the job runs at 3, 2, 1 it/s."""
+    """One forked job example's cluster: nodes a, b, c (one GPU each) where the job runs at 3,
+    2, 1 it/s."""
     cluster = ClusterSpec(nodes=[NodeSpec(name=n, count=1, gpu_type=t, gpus=1, cpus=4, mem_gb=16)
                                  for n, t in (("a", "V100"), ("b", "P100"), ("c", "K80"))])
     rows = [{"job_id": i, "arrival": 0.0 if arrivals is None else arrivals[i], "workers": 1,
@@ -215,7 +216,8 @@ class Plan(SchedulerBase):
 
 
 def test_h4_three_copies_ttd_620():
-    """H-4: 3 copies pooled at 6 it/s, a 10 s sync in round 0 and at t=360: TTD 620."""
+    """One forked job example: 3 copies pooled at 6 it/s, a 10 s sync in round 0 and at t=360:
+    TTD 620."""
     sc = _three_nodes()
     r = hetgym.simulate(sc, Plan({0: [Start(0, None, [_one(0), _one(1), _one(2)])]}),
                         check_every_event=True)
@@ -261,7 +263,8 @@ def _h5(sync: float, restart: float):
 
 
 def test_h5_hadare_two_jobs_no_delays():
-    """H-5 with restart = sync = 0: J2 done 360, J1 720; avg JCT 540, CRU 1.0."""
+    """Two jobs forked example with restart = sync = 0: J2 done 360, J1 720; avg JCT 540, CRU
+    1.0."""
     r = _h5(0.0, 0.0)
     assert r.jobs["end"].tolist() == pytest.approx([720.0, 360.0])
     assert r.metrics["avg_jct"] == pytest.approx(540.0)
@@ -272,8 +275,8 @@ def test_h5_hadare_two_jobs_no_delays():
 
 
 def test_h5_default_delays_max_not_sum():
-    """H-5 with restart = sync = 10: 1400 in round 0, 2100 in round 1 (the re-start pays
-    max(10, 10) = 10 s, not 20), a 10 s sync at 720, then 100/6 s: 746.67."""
+    """Two jobs forked example with restart = sync = 10: 1400 in round 0, 2100 in round 1 (the
+    re-start pays max(10, 10) = 10 s, not 20), a 10 s sync at 720, then 100/6 s: 746.67."""
     r = _h5(10.0, 10.0)
     assert r.jobs["end"].iloc[0] == pytest.approx(720.0 + 10.0 + 100.0 / 6.0, rel=1e-12)
     assert r.metrics["avg_jct"] == pytest.approx((746.0 + 2.0 / 3.0 + 360.0) / 2.0)
@@ -344,7 +347,7 @@ def test_max_copies_enforced():
 
 def test_layout_unchanged_without_forkable_jobs():
     """No forkable job: one copy's worth of worker slots (the engine's layout and every
-    result as before M4)."""
+    result as before forking existed)."""
     sim = hetgym.sim.engine.Simulator(_three_nodes(forkable=False))
     assert sim.js.worker_node.shape[1] == 1
     assert sim.params.opts.max_copies == 1
@@ -354,8 +357,8 @@ def test_layout_unchanged_without_forkable_jobs():
 
 # ----------------------------------------------------------------- metrics
 def test_util_series_and_fraction():
-    """Hadar on H-5 (no delays): J1 on a 0-1200, J2 on b 0-360: 2 busy GPUs for 360 s,
-    1 for 840 s; CRU 1560 / 3600, util_gpu 1560 / 3600."""
+    """Hadar on the two jobs forked example (no delays): J1 on a 0-1200, J2 on b 0-360: 2 busy
+    GPUs for 360 s, 1 for 840 s; CRU 1560 / 3600, util_gpu 1560 / 3600."""
     sc = _three_nodes(sync=0.0, restart=0.0, works=(3600.0, 720.0))
     r = hetgym.simulate(sc, Plan({0: [Start(0, None, _one(0)), Start(1, None, _one(1))]}))
     assert r.metrics["makespan"] == pytest.approx(1200.0)

@@ -1,4 +1,4 @@
-"""Co-location interference (M5, docs/semantics.md *Interference*): hand examples and
+"""Co-location interference (docs/semantics.md *Interference*): hand examples and
 parity with the pure-Python reference simulator."""
 
 from __future__ import annotations
@@ -67,8 +67,8 @@ def _t3(second_arrival: float, **opts) -> Scenario:
 
 @pytest.mark.parametrize("sim", ["fast", "ref"])
 def test_t3_both_at_zero(sim: str) -> None:
-    """Spec 5.7 T-3: spread pairs {0,2} and {1,3} share both sockets: each at
-    0.8 x 1/1.3 = 0.615385 of its ideal rate, both end at 162.5 s."""
+    """Interference-dynamics example (docs/topo.md): spread pairs {0,2} and {1,3} share both
+    sockets: each at 0.8 x 1/1.3 = 0.615385 of its ideal rate, both end at 162.5 s."""
     sc = _t3(0.0)
     res = _run(sim, sc, Fixed({0: [0, 2], 1: [1, 3]}))
     assert res.jobs["end"].tolist() == pytest.approx([162.5, 162.5], rel=1e-12)
@@ -76,7 +76,8 @@ def test_t3_both_at_zero(sim: str) -> None:
 
 @pytest.mark.parametrize("sim", ["fast", "ref"])
 def test_t3_second_at_fifty(sim: str) -> None:
-    """T-3: J2 starts at 50: J1 ends at 147.5, J2 speeds back up to 0.8 and ends at 197.5."""
+    """Interference dynamics example: J2 starts at 50: J1 ends at 147.5, J2 speeds back up to
+    0.8 and ends at 197.5."""
     res = _run(sim, _t3(50.0), Fixed({0: [0, 2], 1: [1, 3]}))
     assert res.jobs["end"].tolist() == pytest.approx([147.5, 197.5], rel=1e-12)
 
@@ -152,8 +153,9 @@ def _two_spread_and_a_third(cluster: ClusterSpec, third_work: float) -> Scenario
 
 @pytest.mark.parametrize("sim", ["fast", "ref"])
 def test_preemption_and_restart_refresh_neighbours(sim: str) -> None:
-    """T-3 with a preemption: J2 is preempted at t=50 (J3 arrives then and takes GPU 1 for
-    10 s); J1 speeds up to 0.8 at once, and slows to 0.8/1.3 again when J2 restarts at 60."""
+    """Interference dynamics example with a preemption: J2 is preempted at t=50 (J3 arrives then
+    and takes GPU 1 for 10 s); J1 speeds up to 0.8 at once, and slows to 0.8/1.3 again when J2
+    restarts at 60."""
     sc = _two_spread_and_a_third(MINSKY, 10.0)
     res = _run(sim, sc, Fixed({0: [0, 2], 1: [1, 3], 2: [1]}, preempt_at={1: 50.0}))
     slow = 0.8 / 1.3
@@ -166,10 +168,10 @@ def test_preemption_and_restart_refresh_neighbours(sim: str) -> None:
 
 @pytest.mark.parametrize("sim", ["fast", "ref"])
 def test_move_refreshes_both_placements(sim: str) -> None:
-    """T-3 with a move: J1 on {0, 2} and J2 on {1, 3} of node 0 slow each other (0.8/1.3);
-    at t=50 (J3, a 1-GPU job that presses nobody, arrives to make a decision point) J2
-    moves to GPUs 1 and 3 of node 1: the move refreshes both nodes, and both jobs run at
-    0.8 (spread, alone) from then on."""
+    """Interference dynamics example with a move: J1 on {0, 2} and J2 on {1, 3} of node 0 slow
+    each other (0.8/1.3); at t=50 (J3, a 1-GPU job that presses nobody, arrives to make a
+    decision point) J2 moves to GPUs 1 and 3 of node 1: the move refreshes both nodes, and both
+    jobs run at 0.8 (spread, alone) from then on."""
     cluster = ClusterSpec(nodes=[NodeSpec(name="minsky", count=2, gpu_type="P100", gpus=4,
                                           cpus=16, mem_gb=512, sockets=2,
                                           topology=minsky_topology())])

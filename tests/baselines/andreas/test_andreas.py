@@ -1,8 +1,8 @@
 """ANDREAS Randomized Greedy and the first-principle methods: the worked examples of the
-spec (section 4.7, exact numbers), determinism, invariants and registration.
+docs/andreas.md (*Worked examples*, exact numbers), determinism, invariants and registration.
 
-Common setting (spec 4.7): price 0.172 EUR/kWh, PUE 1.33 (6.354444e-8 EUR/J),
-``idle_power="busy_nodes"``; node A = 2 x V100 (idle 100 W, 250 W per GPU), node B =
+Common setting (docs/andreas.md, *Worked examples*): price 0.172 EUR/kWh, PUE 1.33 (6.354444e-8
+EUR/J), ``idle_power="busy_nodes"``; node A = 2 x V100 (idle 100 W, 250 W per GPU), node B =
 1 x T4 (idle 50 W, 70 W per GPU); checkpoints every iteration (1 iteration = 1 epoch).
 """
 
@@ -45,7 +45,7 @@ def gangs(res: hetgym.Result, sc: Scenario) -> list[tuple]:
     return [(j, round(s, 6), round(e, 6), n) for j, s, e, _, n in res.segments]
 
 
-# ------------------------------------------------------------------------- A-1
+# -------------------------------------------------------- configuration choice
 A1 = [job(1, 600.0, 400.0, 2.0, e=0.8), job(2, 300.0, 700.0, 1.0, e=0.8)]
 
 
@@ -68,7 +68,7 @@ def test_a1_configuration_choice_and_energy() -> None:
     assert m["energy_kwh"] * 3.6e6 == pytest.approx(278765.7, abs=0.05)
     assert m["energy_cost"] == pytest.approx(0.0177140, abs=5e-8)
     assert m["tardiness_cost"] == 0.0 and m["total_cost"] == m["energy_cost"]
-    # the pressures and the D* costs of the spec
+    # the pressures and the D* costs, hand-computed
     from baselines.andreas.parts import NodeClasses, config_table
 
     tab = config_table(sim.view, NodeClasses.of(sim.view), np.array([0, 1]))
@@ -86,7 +86,7 @@ def test_a1_always_on_idle_power() -> None:
     assert m["energy_cost"] == pytest.approx(0.0193369, abs=5e-8)
 
 
-# ------------------------------------------------------------------------- A-2
+# ------------------------------------------------------------------ urgent job
 A2 = [job(1, 1200.0, 5000.0, 1.0), job(2, 300.0, 400.0, 5.0, arrival=100.0)]
 
 
@@ -142,7 +142,7 @@ def test_a2_first_principle_methods(name: str) -> None:
     assert m["preemptions"] == 0.0
 
 
-# ------------------------------------------------------------------------- A-3
+# ---------------------------------------------------------------- three orders
 A3 = [job(1, 600.0, 400.0, 1.0), job(2, 600.0, 650.0, 3.0), job(3, 600.0, 850.0, 2.0)]
 
 

@@ -1,8 +1,8 @@
 """ANDREAS RG binds a job to a node only if the node can host it in the plan: GPUs, cores
 and memory left by the jobs the plan does not touch and by those it already put there
-(A-A4, :mod:`baselines.andreas.fit`). So every start the plan makes is one the node can
-host, and where cores and memory never bind (ANDREAS' own scenarios) the plans are the
-same as a search that ignores them."""
+(assumption *node classes and binding*, :mod:`baselines.andreas.fit`). So every start the plan
+makes is one the node can host, and where cores and memory never bind (ANDREAS' own scenarios)
+the plans are the same as a search that ignores them."""
 
 from __future__ import annotations
 

@@ -68,12 +68,13 @@ def pinned_nodes(view, classes: NodeClasses, pinned: list[int]):
 
 def resource_table(view, classes: NodeClasses, tab: ConfigTable, cur: np.ndarray,
                    cur_g: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Cores and memory for the search (A-A4; :mod:`baselines.andreas.fit`): ``(node_rc0,
-    cfg_rc, cur_rc)``. ``cfg_rc[i, e]`` = (g x cores, g x memory) of entry e of row i (job
-    ``tab.jobs[i]``) on its class's device; ``cur_rc[i]`` = what row i holds on its node
-    ``cur[i]`` now (g = ``cur_g[i]``; 0 where ``cur[i]`` < 0); ``node_rc0[n]`` = the cores
-    and memory free on node n with the rows ``rows`` that run now taken off it (the plan
-    re-places them; the other running jobs keep theirs)."""
+    """Cores and memory for the search (assumption *node classes and binding*;
+    :mod:`baselines.andreas.fit`): ``(node_rc0, cfg_rc, cur_rc)``. ``cfg_rc[i, e]`` = (g x
+    cores, g x memory) of entry e of row i (job ``tab.jobs[i]``) on its class's device;
+    ``cur_rc[i]`` = what row i holds on its node ``cur[i]`` now (g = ``cur_g[i]``; 0 where
+    ``cur[i]`` < 0); ``node_rc0[n]`` = the cores and memory free on node n with the rows
+    ``rows`` that run now taken off it (the plan re-places them; the other running jobs keep
+    theirs)."""
     jobs = tab.jobs
     dev = classes.dev[tab.cls]
     cfg_rc = np.empty(tab.g.shape + (2,))

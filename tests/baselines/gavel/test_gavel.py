@@ -1,4 +1,5 @@
-"""Gavel's round mechanism: spec stage2 §3.7 G-3, G-4, and Gavel traces.
+"""Gavel's round mechanism: the time-sharing and motivational examples of docs/gavel.md, and
+Gavel traces.
 
 Worked examples run through ``hetgym.simulate`` with restart delay 0 and 360 s rounds.
 """
@@ -20,7 +21,7 @@ G3 = [(0.0, 1, {"v100": 1.0}, 720.0), (0.0, 1, {"v100": 1.0}, 1080.0)]
 
 
 def test_g3_las_time_shares_one_gpu():
-    """G-3: rounds J0, J1, J0 (done 1080), J1, J1 (done 1800); avg JCT 1440."""
+    """Time sharing example: rounds J0, J1, J0 (done 1080), J1, J1 (done 1800); avg JCT 1440."""
     res = hetgym.simulate(scenario(G3, [("V100", 1, 1)]), baselines.make("gavel-las"))
     assert ends(res) == pytest.approx([1080.0, 1800.0])
     assert res.summary()["avg_jct"] == pytest.approx(1440.0)
@@ -29,7 +30,7 @@ def test_g3_las_time_shares_one_gpu():
 
 @pytest.mark.parametrize("name", ["gavel-fifo", "gavel-fifo-perf"])
 def test_g3_fifo_runs_to_completion(name):
-    """G-3, FIFO: J0 0-720, J1 720-1800; avg JCT 1260."""
+    """Time sharing example, FIFO: J0 0-720, J1 720-1800; avg JCT 1260."""
     res = hetgym.simulate(scenario(G3, [("V100", 1, 1)]), baselines.make(name))
     assert ends(res) == pytest.approx([720.0, 1800.0])
     assert res.summary()["avg_jct"] == pytest.approx(1260.0)
@@ -51,8 +52,9 @@ def _g4():
 
 
 def test_g4_motivational_example_rounds():
-    """G-4: R1 {J2 V100, J1 P100}, R2 {J3 V100, J2 P100}, R3 {J2 V, J1 P}, R4 {J3 V, J2 P}
-    (J2 done 120 s in), R5 and R6 {J3 V, J1 P} (J1 done at 2160), R7 {J3 V} (done 2520)."""
+    """Motivational example: R1 {J2 V100, J1 P100}, R2 {J3 V100, J2 P100}, R3 {J2 V, J1 P}, R4
+    {J3 V, J2 P} (J2 done 120 s in), R5 and R6 {J3 V, J1 P} (J1 done at 2160), R7 {J3 V} (done
+    2520)."""
     sc, sched = _g4()
     res = hetgym.simulate(sc, sched)
     assert ends(res) == pytest.approx([2160.0, 1200.0, 2520.0])
@@ -72,14 +74,16 @@ def test_gang_only_on_a_type_that_holds_it():
 
 
 def test_arrival_waits_for_the_next_round_and_gpus_idle_after_completion():
-    """M15: J1 arriving at 100 starts at 360; J0 finishing at 50 leaves its GPU idle."""
+    """Round boundaries: J1 arriving at 100 starts at 360; J0 finishing at 50 leaves its GPU
+    idle."""
     rows = [(0.0, 1, {"v100": 1.0}, 50.0), (100.0, 1, {"v100": 1.0}, 10.0)]
     res = hetgym.simulate(scenario(rows, [("V100", 1, 1)]), baselines.make("gavel-las-perf"))
     assert ends(res) == pytest.approx([50.0, 370.0])
 
 
 def test_heterogeneity_aware_las_uses_fast_types():
-    """G-2's jobs through the mechanism: each runs on its fast type every round."""
+    """Aware LP tie-break example's jobs through the mechanism: each runs on its fast type every
+    round."""
     rows = [(0.0, 1, {"v100": 4.0, "k80": 1.0}, 4 * 720.0), (0.0, 1, {"v100": 1.0, "k80": 2.0}, 2 * 720.0)]
     sc = scenario(rows, [("V100", 1, 1), ("K80", 1, 1)])
     res = hetgym.simulate(sc, baselines.make("gavel-las-perf"))
@@ -110,7 +114,7 @@ def test_every_policy_runs_a_gavel_trace(policy):
     assert not res.stalled and s["unfinished_jobs"] == 0
     assert s["avg_jct"] > 0 and s["makespan"] >= res.jobs["arrival"].max()
     starts = res.jobs["start"].to_numpy()
-    assert np.all(np.abs(starts / 360.0 - np.round(starts / 360.0)) < 1e-6)  # M15
+    assert np.all(np.abs(starts / 360.0 - np.round(starts / 360.0)) < 1e-6)  # round boundaries only
 
 
 def test_fifo_defects_option_runs():

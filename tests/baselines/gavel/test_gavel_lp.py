@@ -1,4 +1,4 @@
-"""Gavel's allocation policies as pure functions: spec stage2 §3.7 G-1, G-2, and FIFO."""
+"""Gavel's allocation policies as pure functions: the LP examples of docs/gavel.md, and FIFO."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def _base_ok(x, sf, n):
 
 
 def test_g1_las_agnostic_one_type():
-    """G-1: 2 GPUs; J0 W=1, J1 W=2 -> X = (1.0, 0.5), t = 1.0."""
+    """Agnostic LP example: 2 GPUs; J0 W=1, J1 W=2 -> X = (1.0, 0.5), t = 1.0."""
     T = lp.agnostic(np.array([[3.0], [7.0]]))  # throughputs ignored by the agnostic LAS
     x = lp.las(T, [1, 2], [2])
     assert x[:, 0] == pytest.approx([1.0, 0.5], abs=1e-7)
@@ -26,7 +26,8 @@ def test_g1_las_agnostic_one_type():
 
 
 def test_g2_las_perf_tie_break():
-    """G-2: P = (2.5, 1.5), t* = 4/3, hetgym's second stage gives X = [[1, 0], [0, 1]]."""
+    """Aware LP tie-break example: P = (2.5, 1.5), t* = 4/3, hetgym's second stage gives X =
+    [[1, 0], [0, 1]]."""
     T = np.array([[4.0, 1.0], [1.0, 2.0]])
     n = np.array([1, 1])
     assert lp.proportional_throughput(T, n) == pytest.approx([2.5, 1.5])
@@ -139,8 +140,9 @@ def test_fifo_defect_completion_counts_held_gpus_free():
 
 
 def test_g2_interior_point_lies_on_the_optimal_face():
-    """G-2 with ``solution="interior"`` (Gavel's default here): an optimal point of the
-    face (J1 all on K80, J0 on V100 for 5/6 to 1 of its time), not necessarily a vertex."""
+    """Aware LP tie-break example with ``solution="interior"`` (Gavel's default here): an
+    optimal point of the face (J1 all on K80, J0 on V100 for 5/6 to 1 of its time), not
+    necessarily a vertex."""
     T = np.array([[4.0, 1.0], [1.0, 2.0]])
     x = lp.las(T, [1, 1], [1, 1], solution="interior")
     _base_ok(x, [1, 1], [1, 1])

@@ -1,4 +1,4 @@
-"""Hadar / HadarE: the worked examples of the stage-2 spec §3.7 (H-1 ... H-5) with their
+"""Hadar / HadarE: the worked examples of docs/hadar.md with their
 exact numbers, the analytic M-1 check, round-boundary behaviour and invariants."""
 
 from __future__ import annotations
@@ -40,14 +40,14 @@ def _scenario(nodes, jobs, restart=10.0, sync=None, forkable=True, round_length=
     return Scenario(cluster=cluster, workload=Workload.from_frame(pd.DataFrame(rows)), options=opts)
 
 
-# ------------------------------------------------------------------ H-1
+# ------------------------------------------------------- price function
 def test_h1_price_function():
     want = [0.01, 0.056234, 0.316228, 1.778279, 10.0]
     got = [price_eq5(0.01, 10.0, g, 4) for g in range(5)]
-    assert got == pytest.approx(want, abs=5e-7)  # the spec gives 6 decimals
+    assert got == pytest.approx(want, abs=5e-7)  # hand-computed to 6 decimals
 
 
-# ------------------------------------------------------------- H-2, H-3
+# ------------------------------------------ mixed gang, DP and backfill
 AB = [("A", "V100", 2), ("B", "K80", 2)]
 J1 = (3, 3000.0, {"v100": 2.0, "k80": 1.0})
 J2 = (1, 600.0, {"v100": 6.0, "k80": 1.0})
@@ -106,7 +106,7 @@ def test_h3_run_dp_backfill_and_alternatives():
     assert r.metrics["avg_jct"] == pytest.approx(800.0)
 
 
-# ------------------------------------------------------------- H-4, H-5
+# -------------------------------------- one forked job, two jobs forked
 ABC = [("a", "V100", 1), ("b", "P100", 1), ("c", "K80", 1)]
 T3 = {"v100": 3.0, "p100": 2.0, "k80": 1.0}
 
@@ -161,7 +161,7 @@ def test_m1_analytic():
                               rel=1e-9)
 
 
-# ------------------------------------------------------------- rounds (M15)
+# ------------------------------------------------------------ round boundaries
 def test_decides_only_at_round_boundaries():
     """A job finishing mid-round leaves its GPU idle until the next boundary; arrivals wait."""
     sc = _scenario([("a", "V100", 1)], [(1, 300.0, {"v100": 1.0}), (1, 100.0, {"v100": 1.0})],
@@ -237,8 +237,8 @@ def test_hadar_matches_reference(scenario, flags, sync, name, realloc):
 
 @pytest.mark.parametrize("name", ["gavel-las-perf", "gavel-maxtput", "tiresias", "yarn-cs"])
 def test_h2_gang_that_fits_no_single_type_is_left_unfinished_by_the_baselines(name):
-    """H-2, the baselines' side: J1 (3 workers) fits neither 2 V100s nor 2 K80s alone, and
-    Gavel, Tiresias and YARN-CS place a job on one GPU type only, so it never starts (the
+    """Mixed gang example, the baselines' side: J1 (3 workers) fits neither 2 V100s nor 2 K80s
+    alone, and Gavel, Tiresias and YARN-CS place a job on one GPU type only, so it never starts (the
     run ends stalled, with J1 unfinished), where Hadar's mixed allocation ends it at 1000 s."""
     with pytest.warns(hetgym.StalledRunWarning):
         r = hetgym.simulate(_scenario(AB, [J1]), baselines.make(name), check_every_event=True)

@@ -1,4 +1,5 @@
-"""Tiresias (2D-LAS) and YARN-CS: spec stage2 §3.7 Ti-1, and the AnyType part (M16)."""
+"""Tiresias (2D-LAS) and YARN-CS: the Tiresias-vs-YARN-CS example of docs/gavel.md, and the
+AnyType part."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ TI1 = [(0.0, 4, {"v100": 1.0}, 4 * 2000.0), (1000.0, 2, {"v100": 1.0}, 2 * 500.0
 
 
 def test_ti1_tiresias_demotes_and_preempts():
-    """Ti-1: J0 demoted at 900 (4 x 900 = 3600 GPU s), preempted at 1000 for J1;
-    J1 done 1500, J0 done 2500; avg JCT 1500."""
+    """Tiresias vs YARN-CS example: J0 demoted at 900 (4 x 900 = 3600 GPU s), preempted at 1000
+    for J1; J1 done 1500, J0 done 2500; avg JCT 1500."""
     res = hetgym.simulate(scenario(TI1, [("V100", 1, 4)]), Tiresias())
     assert ends(res) == pytest.approx([2500.0, 1500.0])
     assert res.summary()["avg_jct"] == pytest.approx(1500.0)
@@ -29,7 +30,7 @@ def test_ti1_tiresias_with_restart_delay():
 
 
 def test_ti1_yarn_cs_fifo():
-    """Ti-1: YARN-CS runs J0 0-2000, J1 2000-2500: avg JCT 1750."""
+    """Tiresias vs YARN-CS example: YARN-CS runs J0 0-2000, J1 2000-2500: avg JCT 1750."""
     res = hetgym.simulate(scenario(TI1, [("V100", 1, 4)]), YarnCS())
     assert ends(res) == pytest.approx([2000.0, 2500.0])
     assert res.summary()["avg_jct"] == pytest.approx(1750.0)

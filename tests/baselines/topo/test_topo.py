@@ -1,4 +1,4 @@
-"""TOPO-AWARE family: the worked examples of the spec (sec. 5.7, T-1 ... T-5) as exact
+"""TOPO-AWARE family: the worked examples of docs/topo.md as exact
 tests, and the parts' rules (Minsky node: GPUs 0, 1 on socket 0, 2, 3 on socket 1;
 topology_coeff 0.125; interference kappa 0.3, domain socket)."""
 
@@ -65,20 +65,21 @@ def _run(sc: Scenario, sched, pins=None):
     return res, p.gpus
 
 
-# ------------------------------------------------------------------ T-1
+# ------------------------------------------------------ topology factor
 @pytest.mark.parametrize(("gpus", "end"), [([0, 1], 100.0), ([0, 2], 125.0)])
 def test_t1_topology_factor(gpus, end) -> None:
-    """T-1: 2-GPU comm-1 job, ideal 100 s: 100 s packed, 125 s across sockets."""
+    """Topology factor example: 2-GPU comm-1 job, ideal 100 s: 100 s packed, 125 s across
+    sockets."""
     res, _ = _run(_scenario([_job(0.0, 2, 100.0)]), TopoFCFS(), pins={0: gpus})
     assert res.jobs["end"].iloc[0] == pytest.approx(end, rel=1e-12)
 
 
-# ------------------------------------------------------------------ T-2
+# ----------------------------------------------------------- FCFS vs BF
 @pytest.mark.parametrize(("sched", "j1", "j2", "end2"),
                          [(TopoFCFS(), (0,), (1, 3), 125.0), (TopoBF(), (3,), (0, 1), 100.0)])
 def test_t2_fcfs_vs_bf(sched, j1, j2, end2) -> None:
-    """T-2: GPU 2 busy; J1 (1 GPU): FCFS GPU 0, BF GPU 3; J2 (2 GPUs): FCFS {1, 3} (125 s),
-    BF {0, 1} (100 s)."""
+    """FCFS vs BF example: GPU 2 busy; J1 (1 GPU): FCFS GPU 0, BF GPU 3; J2 (2 GPUs): FCFS {1,
+    3} (125 s), BF {0, 1} (100 s)."""
     sc = _scenario([_job(0.0, 1, 1000.0, comm=0.0), _job(1.0, 1, 1000.0, comm=0.0),
                     _job(2.0, 2, 100.0)])
     res, gpus = _run(sc, sched, pins={0: [2]})
@@ -86,18 +87,19 @@ def test_t2_fcfs_vs_bf(sched, j1, j2, end2) -> None:
     assert res.jobs["end"].iloc[2] - 2.0 == pytest.approx(end2, rel=1e-12)
 
 
-# ------------------------------------------------------------------ T-3 (engine)
+# ------------------------------------------------ interference dynamics (engine)
 def test_t3_interference_in_topo_scenario() -> None:
-    """T-3 under a TOPO baseline: spread pairs placed by pins end at 147.5 and 197.5."""
+    """Interference dynamics example under a TOPO baseline: spread pairs placed by pins end at
+    147.5 and 197.5."""
     sc = _scenario([_job(0.0, 2, 100.0), _job(50.0, 2, 100.0)])
     res, _ = _run(sc, TopoFCFS(), pins={0: [0, 2], 1: [1, 3]})
     assert res.jobs["end"].tolist() == pytest.approx([147.5, 197.5], rel=1e-12)
 
 
-# ------------------------------------------------------------------ T-4
+# --------------------------------------------------------- postponement
 def test_t4_utility_values() -> None:
-    """T-4: spread pair: n_cc = 1, n_I = MIN: U_job = 0.2 / 1.1 = 0.181818; a packed pair
-    with no sensitive neighbour: 1.0."""
+    """Postponement example: spread pair: n_cc = 1, n_I = MIN: U_job = 0.2 / 1.1 = 0.181818; a
+    packed pair with no sensitive neighbour: 1.0."""
     m = UtilityModel()
     assert m.job_utility(1.0, MIN_COST) == pytest.approx(0.2 / 1.1, rel=1e-12)
     assert m.job_utility(1.0, MIN_COST) == pytest.approx(0.181818, abs=1e-6)
@@ -106,9 +108,9 @@ def test_t4_utility_values() -> None:
 
 @pytest.mark.parametrize(("postpone", "started"), [(True, False), (False, True)])
 def test_t4_postponement(postpone: bool, started: bool) -> None:
-    """T-4 in a run: GPUs 0 and 2 busy with 1-GPU jobs; a 2-GPU comm-1 job with min utility
-    0.5 arriving at t=1 only has {1, 3}: TOPO-AWARE-P postpones it until a packed pair is
-    free (t=50), TOPO-AWARE starts it at once (125 s for its ideal 100 s)."""
+    """Postponement example in a run: GPUs 0 and 2 busy with 1-GPU jobs; a 2-GPU comm-1 job with
+    min utility 0.5 arriving at t=1 only has {1, 3}: TOPO-AWARE-P postpones it until a packed
+    pair is free (t=50), TOPO-AWARE starts it at once (125 s for its ideal 100 s)."""
     sc = _scenario([_job(0.0, 1, 50.0, comm=0.0), _job(0.0, 1, 50.0, comm=0.0),
                     _job(1.0, 2, 100.0, min_utility=0.5)])
     sched = TopoAware(postpone=postpone)
@@ -124,9 +126,10 @@ def test_t4_postponement(postpone: bool, started: bool) -> None:
         assert res.jobs["end"].iloc[2] == pytest.approx(150.0, rel=1e-12)
 
 
-# ------------------------------------------------------------------ T-5
+# ---------------------------------------------------------- utility tie
 def test_t5_system_utility_tie() -> None:
-    """T-5: empty node, 1-GPU job: every GPU has U_sys = 0.48254; the tie goes to GPU 0."""
+    """Utility tie example: empty node, 1-GPU job: every GPU has U_sys = 0.48254; the tie goes
+    to GPU 0."""
     m = UtilityModel()
     u = m.system_utility(MIN_COST, MIN_COST, 0.75)
     assert u == pytest.approx(3 * 0.01 ** (1 / 3) / (2 * 0.01 ** (1 / 3) + 0.75 ** (1 / 3)),
@@ -139,8 +142,9 @@ def test_t5_system_utility_tie() -> None:
 
 # ------------------------------------------------------------------ parts
 def test_level_costs_and_bounds() -> None:
-    """A-T2/A-T3: levels 1/2/3 cost 1/10/20; Minsky 2-GPU bounds (1, 20); DGX-1 2-GPU
-    bounds (1, 20), 4-GPU (6 for the NVLink quad 0-3, worst 4 pairs across)."""
+    """Level costs and normalisation (docs/topo.md, *Assumptions*): levels 1/2/3 cost 1/10/20;
+    Minsky 2-GPU bounds (1, 20); DGX-1 2-GPU bounds (1, 20), 4-GPU (6 for the NVLink quad 0-3,
+    worst 4 pairs across)."""
     assert [level_cost(x) for x in (1, 2, 3)] == [1.0, 10.0, 20.0]
     sc = _scenario([_job(0.0, 1, 1.0)], cluster=ClusterSpec(nodes=[
         NodeSpec(name="m", gpu_type="P100", gpus=4, sockets=2, topology=minsky_topology()),
@@ -181,10 +185,10 @@ def test_registered() -> None:
     assert math.isclose(baselines.make("topo-aware", kappa=0.5).search.kappa, 0.5)
 
 
-# ------------------------------------------------------------------ M12 metrics
+# ------------------------------------------------------------ placement metrics
 def test_placement_metrics_t2() -> None:
-    """T-2 under FCFS: J2 runs 125 s for its ideal 100 s: placement slowdown 1.25, an SLO
-    violation; the 1-GPU jobs have slowdown 1; jct_over_ideal averages jct / ideal."""
+    """FCFS vs BF example under FCFS: J2 runs 125 s for its ideal 100 s: placement slowdown
+    1.25, an SLO violation; the 1-GPU jobs have slowdown 1; jct_over_ideal averages jct / ideal."""
     sc = _scenario([_job(0.0, 1, 1000.0, comm=0.0), _job(1.0, 1, 1000.0, comm=0.0),
                     _job(2.0, 2, 100.0)])
     res, _ = _run(sc, TopoFCFS(), pins={0: [2]})
@@ -224,7 +228,8 @@ def test_prototype_scenario_data() -> None:
                                                  0.995173, 0.995173], abs=1e-6)
     assert fr["min_utility"].tolist() == [0.3, 0.3, 0.3, 0.5, 0.5, 0.5]
     assert fr["arrival"].iloc[0] == pytest.approx(0.513093165250245)
-    # the topology factor reproduces the profile's spread time exactly (A-T5)
+    # the topology factor reproduces the profile's spread time exactly (assumption *times from
+    # the profile*)
     res, _ = _run(hetgym.scenarios.get("topo-prototype").replace(
         workload=Workload.from_frame(fr.iloc[[4]])), TopoFCFS(), pins={0: [0, 2]})
     assert res.jobs["exec_time"].iloc[0] == pytest.approx(159.115, rel=1e-9)
@@ -232,7 +237,7 @@ def test_prototype_scenario_data() -> None:
 
 def test_sim_scenario_generator() -> None:
     """topo-sim: the authors' generator's ranges; the authors' own 100 jobs; 3-GPU jobs get
-    comm 0 and keep their type's pressure (A-T9)."""
+    comm 0 and keep their type's pressure (assumption *3-GPU jobs*)."""
     fr = hetgym.scenarios.get("topo-sim", n_jobs=400, n_machines=5, seed=1).workload.frame
     assert set(fr["workers"]) <= {1, 2, 3} and fr["min_utility"].between(0.30, 0.52).all()
     gaps = fr["arrival"].diff().dropna()
