@@ -72,16 +72,15 @@ class AgentScheduler:
 
     def reset(self, view: "View") -> None:
         """Build an env on the simulated scenario and bind it to the simulator."""
-        sim = view.simulator
-        env = self.env_config.make(sim.scenario, n_jobs=None)
-        bind(env, sim)
+        env = self.env_config.make(view.scenario, n_jobs=None)
+        bind(env, view)
         self.env = env
         self.actions = []
 
     def decide(self, view: "View") -> list[Decision]:
         """Act until the policy waits (decisions are applied directly; returns [])."""
         env = self.env
-        if env is None or env.sim is not view.simulator:
+        if env is None or not env.attached_to(view):
             self.reset(view)
             env = self.env
         assert env is not None and env.sim is not None

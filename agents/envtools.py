@@ -36,7 +36,7 @@ from hetgym.specs import Scenario
 
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.envs.hetcluster import HetClusterEnv
-    from hetgym.sim.engine import Simulator
+    from hetgym.sim import View
 
 __all__ = ["EnvConfig", "policy_mask", "resolve_action", "time_feature_index",
            "bind", "refresh", "window_rows", "window_scenario", "heldout_windows"]
@@ -133,15 +133,17 @@ def time_feature_index(window: int, n_dev: int, run_window: int) -> np.ndarray:
     return index(window, n_dev, run_window)
 
 
-def bind(env: "HetClusterEnv", sim: "Simulator") -> None:
-    """Make ``env`` read masks and observations from ``sim`` (a foreign simulator).
+def bind(env: "HetClusterEnv", view: "View") -> None:
+    """Make ``env`` read masks and observations from the simulator behind ``view`` (a
+    scheduler's view of a foreign run).
 
     After this, :func:`refresh` computes ``env``'s window, action mask and
-    observation for ``sim``'s current state, exactly as an episode on the same
-    jobs would at that state. ``env.step`` must not be used afterwards.
-    (:meth:`HetClusterEnv.attach <hetgym.envs.hetcluster.HetClusterEnv.attach>`.)
+    observation for that simulator's current state, exactly as an episode on the same
+    jobs would at that state; ``env.sim`` is that simulator. ``env.step`` must not be
+    used afterwards. (:meth:`HetClusterEnv.attach_view
+    <hetgym.envs.hetcluster.HetClusterEnv.attach_view>`.)
     """
-    env.attach(sim)
+    env.attach_view(view)
 
 
 def refresh(env: "HetClusterEnv") -> tuple[bool, np.ndarray]:

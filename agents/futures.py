@@ -30,9 +30,10 @@ with the arrival and the deadline moved together and ``remaining`` set to the ne
 the job ids of the slots stay (unique in the window). Job types are mapped by name to the
 window's ids (a type the window lacks gets an id past them; with an interference table
 such a type is an error). Users keep the source's dense ids (exact for ``fitgpp-lab``:
-one user). When a drawn job has more workers than the window's arrays hold, the copy's
-worker arrays are widened and its kernels rebound (:meth:`Simulator.grow_segments` does
-the same for the segment log). The real simulator is never written (tested).
+one user). The copy takes them through :meth:`Simulator.replace_arrivals
+<hetgym.sim.engine.Simulator.replace_arrivals>` (which widens its worker arrays when a
+drawn job has more workers than they hold); this module writes no simulator array. The
+real simulator is never changed (tested).
 
 Seeds: the futures of decision point ``p`` (the scheduler's count of decision points in
 the window) of a window are drawn by ``np.random.default_rng([seed, window, p, k])``,
@@ -48,10 +49,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hetgym.sim.state import JobArrays, build_jobs, job_types, min_units
+from hetgym.sim.state import JobArrays, build_jobs, job_types
 
 if TYPE_CHECKING:  # pragma: no cover
-    from hetgym.sim.engine import Simulator
+    from hetgym.sim import Simulator
     from hetgym.specs import Scenario
 
 __all__ = ["JOB_FIELDS", "FutureSource", "family_source", "future_rng", "window_key"]
@@ -115,29 +116,19 @@ class FutureSource:
         if n <= 0:
             return
         rows = np.arange(start, start + n)
-        src, jb, js = self.jobs, sim.jobs, sim.js
+        src = self.jobs
         t_last = self._last_arrival(sim)
         gap = float(src.arrival[start] - src.arrival[start - 1])
         t0 = t_last if t_last + gap > sim.now else float(sim.now)  # draw's fallback: a gap after now
         shift = t0 - float(src.arrival[start - 1])  # 0 for a source that is the window itself
-        arrival = src.arrival[rows] + shift
-        wmax = int(src.max_workers[rows].max())
-        if wmax * sim.params.opts.max_copies > js.worker_node.shape[1] or wmax > len(sim.state.run.out_node):
-            _widen(sim, wmax)
-            jb, js = sim.jobs, sim.js
-        if sim.params.opts.max_copies == 1 and bool(src.forkable[rows].any()) and int(np.count_nonzero(sim.nodes.gpus)) > 1:
-            raise ValueError("FutureSource: a forkable source job in a window whose arrays hold one copy per job")
-        for f in JOB_FIELDS:
-            getattr(jb, f)[m:] = getattr(src, f)[rows]
-        jb.arrival[m:] = arrival
-        jb.deadline[m:] = src.deadline[rows] + shift
-        jb.itype[m:] = self._type_map(sim)[src.itype[rows]]
-        if int(jb.user[m:].max()) >= len(sim.state.run.service):
-            raise ValueError("FutureSource: a source job's user is not a user of the window")
-        js.remaining[m:] = jb.work[m:]
-        # the least a worker takes of each device type: the new jobs count too
-        unit = sim.params.min_unit
-        np.minimum(unit, min_units(JobArrays(*(a[m:] for a in jb)), sim.nodes.dev_is_cpu), out=unit)
+        fields = {f: getattr(src, f)[rows] for f in JobArrays._fields}
+        fields["arrival"] = src.arrival[rows] + shift
+        fields["deadline"] = src.deadline[rows] + shift
+        fields["itype"] = self._type_map(sim)[src.itype[rows]]
+        try:
+            sim.replace_arrivals(JobArrays(**fields))
+        except ValueError as exc:
+            raise ValueError(f"FutureSource: source rows {start}..{start + n - 1}: {exc}") from exc
 
     def _type_map(self, sim: Simulator) -> np.ndarray:
         """int64[T_source]: the window's type id of each source type name (cached per scenario)."""
@@ -155,22 +146,6 @@ class FutureSource:
             self._maps.clear()
         self._maps[id(sc)] = (sc, out)
         return out
-
-
-def _widen(sim: Simulator, wmax: int) -> None:
-    """Widen ``sim``'s per-worker arrays to ``wmax`` workers per job (and its copies), and
-    rebind its kernels to the new arrays."""
-    st = sim.state
-    js, run = st.job, st.run
-    slots = wmax * sim.params.opts.max_copies
-    pad = slots - js.worker_node.shape[1]
-    if pad > 0:
-        fill = np.full((js.worker_node.shape[0], pad), -1, dtype=np.int64)
-        js = js._replace(worker_node=np.ascontiguousarray(np.hstack([js.worker_node, fill])),
-                         worker_gpu=np.ascontiguousarray(np.hstack([js.worker_gpu, fill])))
-    if wmax > len(run.out_node):
-        run = run._replace(out_node=np.zeros(wmax, dtype=np.int64), out_gpu=np.zeros(wmax, dtype=np.int64))
-    sim.replace_state(st._replace(job=js, run=run))
 
 
 def window_key(sim: Simulator) -> int:

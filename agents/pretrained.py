@@ -94,7 +94,7 @@ class DeviceCheck:
 
     def reset(self, view: View) -> None:
         """Check the cluster's device types, then the scheduler's own ``reset``."""
-        got = [str(d) for d in view.simulator.scenario.cluster.device_types]
+        got = [str(d) for d in view.devices]
         if got != self.devices:
             raise ValueError(f"pretrained model {self.name!r} acts on clusters with device types "
                              f"{self.devices} (its observation and action sizes); the scenario has {got}")

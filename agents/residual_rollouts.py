@@ -19,7 +19,7 @@ import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.envs.hetcluster import HetClusterEnv
-    from hetgym.sim.engine import Simulator
+    from hetgym.sim import Simulator
 
 __all__ = ["Fill", "Value", "base_summary", "base_value", "copy_sim", "deviation_value"]
 

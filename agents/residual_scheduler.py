@@ -64,11 +64,11 @@ class ResidualScheduler:
         penalty is set and a chooser that values runs (``chooser.needs_bound``, the
         teacher), :attr:`bound`: the constraint in the base's own run of this window, from
         the reset state on copies (one run of the base)."""
-        sim = view.simulator
         self.base = self.cfg.make_base()
         self.base.reset(view)
-        env = self.env_config.make(sim.scenario, n_jobs=None)
-        bind(env, sim)
+        env = self.env_config.make(view.scenario, n_jobs=None)
+        bind(env, view)
+        sim = env.sim
         self.env = env
         self.deviations = 0
         self.points = 0
@@ -82,7 +82,7 @@ class ResidualScheduler:
 
     def decide(self, view: View) -> list[Decision]:
         """Deviations (carried out at once), then the base's decisions (or none after "wait")."""
-        if self.env is None or self.env.sim is not view.simulator:
+        if self.env is None or not self.env.attached_to(view):
             self.reset(view)
         env = self.env
         sim = env.sim

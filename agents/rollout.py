@@ -125,7 +125,7 @@ class _WindowSched:
     env: Any
 
     def decide(self, view: Any) -> Any:
-        return self.sched.decide(WindowView(view.simulator, self.env.window_jobs()))
+        return self.sched.decide(WindowView(self.env.sim, self.env.window_jobs()))
 
 
 @dataclass

@@ -188,3 +188,70 @@ def test_the_reach_through_check_finds_one(tmp_path):
     (tmp_path / "agents" / "x.py").write_text(
         "sim.state = st\nsim._bind()\nself._bind()\nok = sim.state == st\n")
     assert [h.split(":")[1] for h in _reach_through(tmp_path)] == ["1", "2"]
+
+
+# ---------------------------------------------------------------- the scheduler boundary
+#: The modules of ``hetgym.sim`` that schedulers and agents may import: what a scheduler
+#: reads (``view``), the rules and codes, the typed records (``state``) and the published
+#: kernels of compiled fast paths (``fastpath``); the rest is the simulator's inside.
+PUBLIC_SIM_MODULES = frozenset({"view", "codes", "rules", "state", "fastpath"})
+
+_SIM_IMPORT = re.compile(r"\b(?:from|import)\s+hetgym\.sim\.(\w+)")
+_SIM_NAMES = re.compile(r"\bfrom\s+hetgym\.sim\s+import\s+\(?([\w ,]+)")
+_SIMULATOR = re.compile(r"\.simulator\b")
+_EXACT_TYPE = re.compile(r"\btype\([^()]*\)\s*(?:is\b|==|!=|in\b|not\s+in\b)")
+#: ``x._name`` on an object other than ``self`` (NamedTuple methods and Numba's structref
+#: ``_type`` are not the objects' private members).
+_PRIVATE_OF = re.compile(r"([\w.\[\]]+?)\._(?!replace\b|type\b|fields\b|asdict\b)[a-z]\w*")
+
+
+def _private_of_other(code: str) -> bool:
+    return any(base != "self" for base in _PRIVATE_OF.findall(code))
+
+
+def _internal_import(code: str) -> bool:
+    import hetgym.sim
+
+    if any(m not in PUBLIC_SIM_MODULES for m in _SIM_IMPORT.findall(code)):
+        return True
+    names = [n.strip() for m in _SIM_NAMES.findall(code) for n in m.split(",")]
+    return any(n and n not in hetgym.sim.__all__ for n in names)
+
+
+def _boundary_hits(root: Path) -> dict[str, list[str]]:
+    return {
+        "simulator": code_hits(root, ("baselines", "agents"),
+                               lambda code: bool(_SIMULATOR.search(code))),
+        "internal import": code_hits(root, ("baselines", "agents"), _internal_import),
+        "exact type": code_hits(root, ("baselines",), lambda code: bool(_EXACT_TYPE.search(code))),
+        "env private": [h for h in code_hits(root, ("hetgym/envs",),
+                                             _private_of_other)
+                        if h.startswith(str(Path("hetgym/envs/batched.py")))],
+    }
+
+
+def test_the_scheduler_boundary_holds():
+    """Schedulers and agents reach the simulator through the view (``view.kernel`` for
+    fast paths, never ``view.simulator``) and the public modules of ``hetgym.sim`` only;
+    fast paths apply by the parts' declared capabilities, not by exact types; the batched
+    env drives its sub-envs through their public interface."""
+    assert _boundary_hits(ROOT) == {"simulator": [], "internal import": [], "exact type": [],
+                                    "env private": []}
+
+
+def test_the_boundary_check_finds_each_leak(tmp_path):
+    (tmp_path / "baselines").mkdir()
+    (tmp_path / "baselines" / "x.py").write_text(
+        "sim = view.simulator\n"
+        "from hetgym.sim.engine import Simulator\n"
+        "from hetgym.sim import Simulator, kernels\n"
+        "from hetgym.sim.rules import covers\n"
+        "fast = type(self.admission) is GreedyAdmission\n"
+        "ok = isinstance(self.admission, GreedyAdmission)  # type(x) is y in a comment\n")
+    (tmp_path / "hetgym" / "envs").mkdir(parents=True)
+    (tmp_path / "hetgym" / "envs" / "batched.py").write_text(
+        "env._stuck = False\nself._stuck[i] = env.stuck\nk = item[0]._type\n"
+        "es = es._replace(obs=obs)\nself.envs[i]._carry_out(a, code)\n")
+    hits = {k: [h.split(":")[1] for h in v] for k, v in _boundary_hits(tmp_path).items()}
+    assert hits == {"simulator": ["1"], "internal import": ["2", "3"], "exact type": ["5"],
+                    "env private": ["1", "5"]}

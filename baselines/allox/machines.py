@@ -29,7 +29,7 @@ import numpy as np
 
 from baselines.common.kernels import pairs_admit_nb
 from hetgym.decisions import Placement, Start
-from hetgym.sim.dispatch import entry
+from hetgym.sim.fastpath import entry
 from hetgym.sim.rules import EPS, slots
 from hetgym.sim.view import CapacityModel, View
 
@@ -144,13 +144,13 @@ def run_start_kernel(view: View, cap: CapacityModel, kernel, n: int, *lead) -> l
     ``mem``; ``workers`` first for :func:`~baselines.common.kernels.pairs_admit_nb`), the
     placement policy, the node arrays, ``cap``'s state, scratch and the output arrays.
     Returns the starts it wrote."""
-    sim = view.simulator
+    kv = view.kernel
     out_nodes = np.empty((n, view.worker_node.shape[1]), dtype=np.int64)
     out_gpus = np.empty_like(out_nodes)
     out_job = np.empty(n, dtype=np.int64)
     out_dev = np.empty(n, dtype=np.int64)
-    args = (*lead, view.cpus_need, view.mem, int(cap.policy), sim.nodes, cap.ns,
-            sim.state.run.scr_i, out_job, out_dev, out_nodes, out_gpus)
+    args = (*lead, view.cpus_need, view.mem, int(cap.policy), kv.nodes, cap.ns,
+            kv.scratch, out_job, out_dev, out_nodes, out_gpus)
     k = entry(kernel, *args)(*args)
     w = np.asarray(view.workers)[out_job[:k]]
     return [Start(int(out_job[i]), int(out_dev[i]), Placement(out_nodes[i, : w[i]], out_gpus[i, : w[i]]))

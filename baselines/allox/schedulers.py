@@ -48,7 +48,7 @@ from baselines.allox.shares import AlloXProgress, ceil_users
 from baselines.allox.drf import DRFA, DRFF, DRFS, EqualShare
 from baselines.common.kernels import any_start_nb
 from hetgym.decisions import Decision, SchedulerBase, Start
-from hetgym.sim.dispatch import entry
+from hetgym.sim.fastpath import entry
 from hetgym.sim.view import CapacityModel, View
 
 __all__ = ["BASELINES", "BF", "AlloX", "AlloXPlus", "JSQPlus", "SJFPlus"]
@@ -255,7 +255,7 @@ class AlloX(SchedulerBase):
         if not isinstance(view, View):
             return True
         args = (np.ascontiguousarray(q, dtype=np.int64), alive, np.ascontiguousarray(p),
-                free.astype(np.int64), view.workers, view.cpus_need, view.mem, view.simulator.nodes,
+                free.astype(np.int64), view.workers, view.cpus_need, view.mem, view.kernel.nodes,
                 cap.ns)
         return bool(entry(any_start_nb, *args)(*args))
 

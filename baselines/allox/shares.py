@@ -221,7 +221,7 @@ def allox_progress_timeline(result: Result, scenario: Scenario, active_only: boo
         ``(mean_std, progress)``: the time average of the std across users, and the
         ``(events, U)`` progress after each event.
     """
-    from hetgym.sim.engine import Simulator
+    from hetgym.sim import Simulator
 
     view = Simulator(scenario).view
     prog = AlloXProgress()

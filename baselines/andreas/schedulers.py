@@ -79,6 +79,7 @@ from baselines.andreas.parts import (
     take_gpus,
 )
 from baselines.andreas.prep import plan_tables_nb, start_walk_nb
+from baselines.common.parts import is_view
 from hetgym.autopar import BOTH
 from hetgym.decisions import Decision, Placement, SchedulerBase, Start
 from hetgym.sim.codes import GRACE, RUNNING
@@ -233,17 +234,17 @@ class AndreasRG(SchedulerBase):
     def decide(self, view: Any) -> list[Decision]:
         jobs, nodes, gs, running, outside, f = self._plan_arrays(view)
         self.last_objective = f
-        if not running and not outside and getattr(view, "simulator", None) is not None:
+        if not running and not outside and is_view(view):
             # nothing to preempt or move: the targets that fit their node start, in order
             # (plan_decisions' walk with nothing re-planned, in one compiled call)
             if len(jobs) == 0:
                 return []
-            sim = view.simulator
-            ns = sim.ns
+            kv = view.kernel
+            ns = kv.node_state
             gpus = np.empty((len(jobs), self._wmax), dtype=np.int64)
             ok = start_walk_nb(jobs, nodes, gs, ns.free_gpus, ns.free_cpus, ns.free_mem,
-                               ns.gpu_owner, sim.nodes.gpus, sim.nodes.dev, sim.jobs.cpus_need,
-                               sim.jobs.mem, gpus)
+                               ns.gpu_owner, kv.nodes.gpus, kv.nodes.dev, kv.jobs.cpus_need,
+                               kv.jobs.mem, gpus)
             return [Start(j, None, Placement(np.full(k, n, dtype=np.int64), gpus[i, :k].copy()))
                     for i, j, n, k in zip(np.flatnonzero(ok).tolist(), jobs[ok].tolist(),
                                           nodes[ok].tolist(), gs[ok].tolist())]

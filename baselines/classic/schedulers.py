@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from baselines.common.parts import (
+    Admission,
     ArrivalOrder,
     DeviceChoice,
     FastestFirst,
@@ -46,8 +47,10 @@ class PolicyScheduler(SchedulerBase):
     on a scratch copy of free capacity; the placements found there are the ones
     proposed to the simulator.
 
-    With the stock parts (arrival order or shortest total work first, fastest
-    device type with room or fastest only, greedy admission) on the simulator's
+    With parts that declare the capabilities (:mod:`baselines.common.parts`: an ordering
+    with a ``sort_key``, such as arrival order or shortest total work first; device
+    choice with a ``table``, such as fastest type with room or fastest only; an
+    admission that is ``greedy``) on the simulator's
     :class:`~hetgym.sim.view.View`, the waiting jobs are kept sorted between
     decision points in :class:`~baselines.common.parts.WaitingGroups` and only the jobs
     that could start are handed to admission, so a decision point costs what it
@@ -57,23 +60,23 @@ class PolicyScheduler(SchedulerBase):
 
     ordering: Ordering = field(default_factory=ArrivalOrder)
     devices: DeviceChoice = field(default_factory=FastestFirst)
-    admission: GreedyAdmission = field(default_factory=GreedyAdmission)
+    admission: Admission = field(default_factory=GreedyAdmission)
     round_length: float | None = None
 
     def reset(self, view: View) -> None:
         """Sort keys and shape groups for the fast path (when it applies)."""
         self._groups: WaitingGroups | None = None
-        self._fast = (is_view(view) and type(self.admission) is GreedyAdmission
-                      and type(self.devices) in (FastestFirst, FastestOnly)
-                      and (type(self.ordering) is ArrivalOrder
-                           or (type(self.ordering) is ShortestFirst and not self.ordering.remaining)))
-        if not self._fast or (self.admission.blocking and type(self.ordering) is ArrivalOrder):
+        blocking = self.admission.greedy()
+        if not is_view(view) or blocking is None:
+            return
+        if blocking and isinstance(self.ordering, ArrivalOrder):
             return  # strict FIFO: admission stops at the first job that does not fit anyway
-        if type(self.ordering) is ShortestFirst:
-            self._key = view.durations(np.arange(view.n_jobs)).min(axis=1)
-        else:
-            self._key = np.zeros(view.n_jobs)
-        self._table = self.devices.table(view)  # type: ignore[attr-defined]
+        table = self.devices.table(view)
+        key = None if table is None else self.ordering.sort_key(view)
+        if key is None:
+            return
+        self._key = key
+        self._table = table
         self._groups = WaitingGroups(view, self._table)
         self._next = 0
         self._proposed: list[int] = []
@@ -82,7 +85,7 @@ class PolicyScheduler(SchedulerBase):
     def decide(self, view: View) -> list[Decision]:
         """Start what the admission rule admits."""
         groups = getattr(self, "_groups", None)
-        n_q = len(view.queue) if groups is None else view.simulator.n_queue
+        n_q = len(view.queue) if groups is None else view.n_queue
         if n_q == 0:
             return []
         if groups is None or not self._sync(view, groups):
@@ -135,7 +138,7 @@ class PolicyScheduler(SchedulerBase):
             groups.add(k, key[k], k)
             k += 1
         self._next = k
-        return len(groups) == view.simulator.n_queue
+        return len(groups) == view.n_queue
 
 
 def device_choice(name: str) -> DeviceChoice:
@@ -219,11 +222,12 @@ class SRPT(SchedulerBase):
     def reset(self, view: View) -> None:
         """Shape heaps of the waiting jobs for the fast path (when it applies)."""
         self._groups: SRPTPlan | None = None
-        if is_view(view) and type(self.devices) in (FastestFirst, FastestOnly):
+        table = self.devices.table(view) if is_view(view) else None
+        if table is not None:
             # the plan's kernels load with the first SRPT run, not with ``import baselines``
             from baselines.classic.srpt_plan import SRPTPlan
 
-            self._groups = SRPTPlan(view, self.devices.table(view))  # type: ignore[attr-defined]
+            self._groups = SRPTPlan(view, table)
             self._proposed: list[Start | _Preempted] = []
 
     def decide(self, view: View) -> list[Decision]:
@@ -257,7 +261,7 @@ class SRPT(SchedulerBase):
         if k is None:
             out = self.decide(view)
             if out:
-                view.simulator.apply(out)
+                view.kernel.apply(out)
             return len(out)
         self._proposed = []
         return k

@@ -19,7 +19,7 @@ from numba import njit
 
 from baselines.common.kernels import job_best_nb
 from hetgym.sim.codes import FUTURE, GRACE, QUEUED
-from hetgym.sim.mirror import NodeStateK, packer, struct_of
+from hetgym.sim.fastpath import NodeStateK, packer, struct_of
 from hetgym.sim.state import CTR_Q, CTR_QHEAD, CTR_QTAIL
 
 __all__ = ["C_WAIT", "NEED_ROOM", "SYNC_FAILED", "SRPTArrays", "SRPTArraysK", "heap_pop_nb", "heap_push_nb",

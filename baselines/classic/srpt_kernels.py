@@ -16,9 +16,14 @@ back). :func:`srpt_step_nb` does one whole decision point:
    heads merged in rank order; a group's head is taken from its heap when it starts, and
    the group is dropped at its first job that finds no room (capacity only shrinks
    during the walk, and the rest of the group has the same shape);
-3. **apply** (optional): the plan through :func:`hetgym.sim.batch.apply_plan_nb`, the
-   kernel behind :meth:`hetgym.sim.engine.Simulator.apply_plan` (a refused decision, or
+3. **apply** (optional): the plan through :func:`hetgym.sim.fastpath.apply_plan_nb`, the
+   kernel behind :meth:`hetgym.sim.view.KernelView.apply_plan` (a refused decision, or
    a full segment log, is left to that method: ``out[OUT_DONE]`` says how far it got).
+   This is the one place where a scheduler's compiled code writes the simulator's state
+   (``View.kernel.P`` / ``S``): the plan and its application are one compiled call, so a
+   decision point has no Python round trip, and the writes are the simulator's own
+   kernels and checks (those of ``Simulator.apply``), in the order ``decide`` returns
+   the same decisions.
 
 A decision point costs the running jobs, what starts and one job per group, plus
 ``log(queue)`` per job that joins or leaves a heap; nothing in it is a Python loop.
@@ -58,7 +63,7 @@ from baselines.classic.srpt_arrays import (
     sync_nb,
 )
 from baselines.classic.srpt_decide import decide_nb
-from hetgym.sim.batch import PLAN_OK, apply_plan_nb
+from hetgym.sim.fastpath import PLAN_OK, apply_plan_nb
 from hetgym.sim.state import CTR_Q, CTR_SEG
 
 __all__ = ["C_WAIT", "NEED_ROOM", "OUT_DONE", "OUT_PRE", "OUT_ST", "SYNC_FAILED", "SRPTArrays", "SRPTArraysK",

@@ -30,7 +30,7 @@ from baselines.classic.srpt_kernels import (
     srpt_step_nb,
 )
 from hetgym.sim.codes import JobStatus
-from hetgym.sim.dispatch import entry
+from hetgym.sim.fastpath import entry
 from hetgym.sim.rules import limit_code, scaled_rate
 from hetgym.sim.state import NodeState
 from hetgym.sim.view import View
@@ -41,7 +41,8 @@ _GRACE = int(JobStatus.GRACE)
 
 
 def exact_sums(sim) -> bool:
-    """Whether every amount of cores and memory of the run (jobs' needs per worker and device
+    """``sim``: a :class:`~hetgym.sim.view.KernelView` (or anything with its ``jobs`` and
+    ``nodes`` records, the simulator itself). Whether every amount of cores and memory of the run (jobs' needs per worker and device
     type, nodes' capacities) is an integer below 2**40, so that the free capacity, summed
     and subtracted in any order, comes out the same to the last bit."""
     amounts = (sim.jobs.cpus_need, sim.jobs.mem, sim.nodes.cpus, sim.nodes.mem)
@@ -61,8 +62,7 @@ class SRPTPlan:
     first_rows = 16
 
     def __init__(self, view: View, table: np.ndarray) -> None:
-        sim = view.simulator
-        self.sim = sim
+        sim = self.kernel = view.kernel
         self.n_preempt = np.asarray(view.n_preempt)
         # own writable copies of the view's read-only arrays (table: read-only or not by the
         # device rule): one Numba type of SRPTArraysK, so its kernels compile once per run kind
@@ -78,9 +78,9 @@ class SRPTPlan:
         np.cumsum(np.bincount(gid, minlength=n_groups), out=goff[1:])
         n = view.n_jobs
         limit = view.max_preemptions
-        r = len(sim.state.run.running)
-        wmax = sim.js.worker_node.shape[1]
-        ns = [NodeState(*[np.array(a) for a in sim.ns]) for _ in range(2)]
+        r = sim.run_slots
+        wmax = sim.state.job.worker_node.shape[1]
+        ns = [NodeState(*[np.array(a) for a in sim.node_state]) for _ in range(2)]
         self._fields = {
             "gid": gid, "goff": goff, "heap": np.zeros(n, dtype=np.int64),
             "hn": np.zeros(n_groups, dtype=np.int64), "key": np.zeros(n),
@@ -109,7 +109,7 @@ class SRPTPlan:
 
     def _starts(self, n: int) -> None:
         """Output arrays for up to ``n`` starts (and the kernel's mirror of the arrays)."""
-        wmax = self.sim.js.worker_node.shape[1]
+        wmax = self.kernel.state.job.worker_node.shape[1]
         f = self._fields
         f["job"] = self.job = np.zeros(n, dtype=np.int64)
         f["dev"] = self.dev = np.zeros(n, dtype=np.int64)
@@ -127,13 +127,13 @@ class SRPTPlan:
         """One decision point: bring the heaps in step with the queue and plan it
         (:func:`baselines.classic.srpt_kernels.srpt_step_nb`); with ``apply``, carry the plan out
         (what the compiled call left to do, through
-        :meth:`~hetgym.sim.engine.Simulator.apply_plan`, which says why a decision is
-        refused). Returns the number of decisions (preemptions :attr:`n_pre` first, then
+        :meth:`KernelView.apply_plan <hetgym.sim.view.KernelView.apply_plan>`, which says
+        why a decision is refused). Returns the number of decisions (preemptions :attr:`n_pre` first, then
         starts :attr:`n_st`), or None when the heaps may not stand for the queue (someone
         else decides too)."""
-        sim = self.sim
+        sim = self.kernel
         while True:
-            args = (self._k, sim.kP, sim.kS, _GRACE, apply)
+            args = (self._k, sim.P, sim.S, _GRACE, apply)
             if self._entry is None:  # the arguments' types do not change during a run
                 self._entry = entry(srpt_step_nb, *args)
             k = self._entry(*args)

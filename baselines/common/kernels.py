@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hetgym.sim.kernels import alloc_nb, may_fit_arrays_nb, node_slots_nb, place_nb
+from hetgym.sim.fastpath import alloc_nb, may_fit_arrays_nb, node_slots_nb, place_nb
 
 __all__ = ["any_start_nb", "best_time_nb", "group_bounds_nb", "job_best_nb", "jsq_omega_nb",
            "pairs_admit_nb", "share_fill_nb"]

@@ -10,6 +10,15 @@
 
 Placement itself is the simulator's (its policy kernel); a part never asks
 which scheduler it serves.
+
+**Capabilities.** A scheduler's fast path (a compiled form of the parts' rule) applies
+when its parts say it may, through a method of their protocol, never by their exact
+type: :meth:`Ordering.sort_key`, :meth:`DeviceChoice.table`,
+:meth:`DeviceChoice.type_set` and :meth:`Admission.greedy`. Each returns what the fast
+path needs, or None (the default of the protocol) where the part's rule has no such
+form. The stock parts derive from their protocol and declare theirs; a part derived
+from a stock one keeps its capability (and the fast path, which then stands for the
+inherited rule), unless it overrides the method to return None.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.view import CapacityModel, View
 
 __all__ = [
+    "Admission",
     "ArrivalOrder",
     "DeviceChoice",
     "FastestFirst",
@@ -57,17 +67,27 @@ class Ordering(Protocol):
     def order(self, view: View, jobs: np.ndarray) -> np.ndarray:
         """Return ``jobs`` in admission order."""
 
+    def sort_key(self, view: View) -> np.ndarray | None:
+        """Capability: float64[J], a key fixed for the run such that :meth:`order` of
+        waiting jobs that never ran is their stable sort by it (ties in arrival order);
+        None (the default) when the order has no such key."""
+        return None
+
 
 @dataclass(frozen=True)
-class ArrivalOrder:
+class ArrivalOrder(Ordering):
     """Queue order: arrival order, preempted jobs at the head (FIFO)."""
 
     def order(self, view: View, jobs: np.ndarray) -> np.ndarray:
         return jobs
 
+    def sort_key(self, view: View) -> np.ndarray | None:
+        """All zeros: arrival order is the ties' order."""
+        return np.zeros(view.n_jobs)
+
 
 @dataclass(frozen=True)
-class ShortestFirst:
+class ShortestFirst(Ordering):
     """Shortest estimated duration first, on the job's fastest device type.
 
     Attributes:
@@ -82,12 +102,32 @@ class ShortestFirst:
         best = view.durations(jobs, remaining=self.remaining).min(axis=1)
         return jobs[np.argsort(best, kind="stable")]
 
+    def sort_key(self, view: View) -> np.ndarray | None:
+        """Each job's duration on its fastest type; None with ``remaining`` (the remaining
+        work changes during the run)."""
+        if self.remaining:
+            return None
+        return view.durations(np.arange(view.n_jobs)).min(axis=1)
+
 
 class DeviceChoice(Protocol):
     """Device types a job may be started on, most preferred first."""
 
     def candidates(self, view: View, job: int) -> list[int]:
         """Device indices in order of preference."""
+
+    def table(self, view: View) -> np.ndarray | None:
+        """Capability: int64 ``(J, k)``, row ``j`` is :meth:`candidates` of job ``j`` in
+        order (-1 padded), fixed for the run (for :meth:`View.admit
+        <hetgym.sim.view.View.admit>` and compiled admission); None (the default) when the
+        candidates have no such table."""
+        return None
+
+    def type_set(self, view: View) -> np.ndarray | None:
+        """Capability: int64 ``(J, k)``, row ``j`` holds the device types of
+        :meth:`candidates` of job ``j`` in some order (-1 padded), for a fast path that
+        only asks whether a job fits on one of them; default: :meth:`table`."""
+        return self.table(view)
 
 
 def preference(view: View) -> np.ndarray:
@@ -117,7 +157,7 @@ _PREF: weakref.WeakKeyDictionary[object, np.ndarray] = weakref.WeakKeyDictionary
 
 
 @dataclass(frozen=True)
-class FastestFirst:
+class FastestFirst(DeviceChoice):
     """Every device type that could hold the job, fastest (highest rate) first
     (a row of :func:`preference`)."""
 
@@ -130,7 +170,7 @@ class FastestFirst:
 
 
 @dataclass(frozen=True)
-class FastestOnly:
+class FastestOnly(DeviceChoice):
     """Only the job's fastest device type that can ever hold its gang (it waits for it)."""
 
     def candidates(self, view: View, job: int) -> list[int]:
@@ -148,8 +188,24 @@ class FastestOnly:
 _FIRST: weakref.WeakKeyDictionary[object, np.ndarray] = weakref.WeakKeyDictionary()
 
 
+class Admission(Protocol):
+    """Admits ordered jobs: the starts (with placements) on a scratch capacity."""
+
+    blocking: bool
+
+    def admit(self, view: View, jobs: np.ndarray, devices: DeviceChoice,
+              cap: CapacityModel | None = None) -> list[Start]:
+        """Starts for the ordered ``jobs`` on ``cap`` (default: a fresh scratch copy)."""
+
+    def greedy(self) -> bool | None:
+        """Capability: when :meth:`admit` is the greedy walk of :class:`GreedyAdmission`
+        (each job on its first candidate with room, in order), whether it blocks; None
+        (the default) otherwise."""
+        return None
+
+
 @dataclass(frozen=True)
-class GreedyAdmission:
+class GreedyAdmission(Admission):
     """Start ordered jobs while they fit.
 
     Attributes:
@@ -162,9 +218,10 @@ class GreedyAdmission:
     def admit(self, view: View, jobs: np.ndarray, devices: DeviceChoice,
               cap: CapacityModel | None = None) -> list[Start]:
         """Starts for the ordered ``jobs`` on ``cap`` (default: a fresh scratch copy)."""
-        if isinstance(devices, (FastestFirst, FastestOnly)) and is_view(view):
-            # the common cases run in one Numba kernel (same rule as the loop below)
-            return view.admit(jobs, self.blocking, pref=devices.table(view), cap=cap)
+        table = devices.table(view) if is_view(view) else None
+        if table is not None:
+            # candidates with a table run in one Numba kernel (same rule as the loop below)
+            return view.admit(jobs, self.blocking, pref=table, cap=cap)
         cap = cap if cap is not None else view.capacity()
         out: list[Start] = []
         for j in jobs.tolist():
@@ -178,6 +235,10 @@ class GreedyAdmission:
             if not placed and self.blocking:
                 break
         return out
+
+    def greedy(self) -> bool | None:
+        """This is the greedy walk: its ``blocking``."""
+        return self.blocking
 
 
 def _cpus_per_candidate(view: View, tab: np.ndarray) -> np.ndarray:
@@ -308,7 +369,7 @@ class WaitingGroups:
                 np.ascontiguousarray(free_mem, dtype=np.float64), bool(best_node), out)
         if self._bound_entry is None:
             from baselines.common.kernels import group_bounds_nb
-            from hetgym.sim.dispatch import entry
+            from hetgym.sim.fastpath import entry
 
             self._bound_entry = entry(group_bounds_nb, *args)
         self._bound_entry(*args)

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from baselines.common.parts import preference
+from baselines.common.parts import DeviceChoice, preference
 
 __all__ = ["AnyType"]
 
 
 @dataclass
-class AnyType:
+class AnyType(DeviceChoice):
     """Every device type the job can run on, speed ignored (module docstring).
 
     Attributes:
@@ -56,3 +56,8 @@ class AnyType:
         ok = [d for d in preference(view)[job].tolist() if d >= 0]
         rank = self._ranks(view)  # drawn at the first call of a decision point, always
         return sorted(ok, key=lambda d: rank[d]) if len(ok) > 1 else ok
+
+    def type_set(self, view) -> np.ndarray:
+        """Every type the job can run on (rows of :func:`~baselines.common.parts.preference`);
+        no :meth:`table`, as the order is drawn at each decision point."""
+        return preference(view)

@@ -17,7 +17,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from baselines.common.parts import DeviceChoice, GreedyAdmission
+from baselines.common.parts import Admission, DeviceChoice, GreedyAdmission, Ordering
 from hetgym.decisions import Placement, Start
 from hetgym.sim.codes import JobClass, JobStatus, PlacementPolicy
 from hetgym.sim.rules import slots
@@ -114,7 +114,7 @@ _ONE_NODE: "weakref.WeakKeyDictionary[object, np.ndarray]" = weakref.WeakKeyDict
 
 
 @dataclass(frozen=True)
-class PlacedAdmission:
+class PlacedAdmission(Admission):
     """Greedy admission (as :class:`~baselines.common.parts.GreedyAdmission`) through a placement part.
 
     Attributes:
@@ -151,7 +151,7 @@ class PlacedAdmission:
 
 # ---------------------------------------------------------------------- ordering
 @dataclass
-class ClassPriority:
+class ClassPriority(Ordering):
     """Ordering part: TE jobs first, then BE jobs, each class in queue order
     (preempted jobs at the head of the queue, then arrival order).
 

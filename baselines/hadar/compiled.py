@@ -1,7 +1,7 @@
 """The arrays of one Hadar round for the compiled search (:mod:`baselines.hadar.kernels`).
 
 :class:`CompiledSearch` is what :class:`~baselines.hadar.parts.FindAlloc` uses on the
-simulator's own view (one that offers ``simulator`` with its kernel state): it gathers
+simulator's own view (its kernel records, :attr:`View.kernel <hetgym.sim.view.View.kernel>`): it gathers
 the job, node and price arrays and the running jobs' placements once per round and
 answers ``best`` (one job) and ``greedy`` (the greedy pass and the backfill of a whole
 queue in one call). Other views (the reference simulator of the tests) keep the
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from baselines.common.parts import is_view
 from baselines.hadar.kernels import best_nb, greedy_nb
 from hetgym.decisions import Placement
 
@@ -26,8 +27,8 @@ class CompiledSearch:
 
     def __init__(self, view, prices, cpu_node: np.ndarray, sticky: bool, normalized: bool,
                  current: dict, held_by: np.ndarray) -> None:
-        sim = view.simulator
-        self.P, self.ns = sim.kP, sim.kernel_state.ns
+        k = view.kernel
+        self.P, self.ns = k.P, k.mirror.ns
         workers = np.asarray(view.workers)
         self.workers = workers
         self.jb = (np.asarray(view.tput), np.asarray(view.cpus_need), np.asarray(view.mem),
@@ -63,9 +64,8 @@ class CompiledSearch:
 
     @staticmethod
     def usable(view) -> bool:
-        """Whether ``view`` is the simulator's own (with the kernel state the rate needs)."""
-        sim = getattr(view, "simulator", None)
-        return sim is not None and hasattr(sim, "kP") and hasattr(sim, "kernel_state")
+        """Whether ``view`` is the simulator's own (with the kernel records the rate needs)."""
+        return is_view(view)
 
     @staticmethod
     def _state(gpu: np.ndarray, cpus: np.ndarray, mem: np.ndarray, copy: bool) -> tuple:

@@ -34,8 +34,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hetgym.sim.interference import interfered_rate_nb
-from hetgym.sim.kernels import same_pairs_nb
+from hetgym.sim.fastpath import interfered_rate_nb, same_pairs_nb
 from hetgym.sim.rules import EPS, covers_nb
 from hetgym.sim.rules import slots_nb as unit_slots_nb
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hetgym.sim.kernels import alloc_nb, fits_nb
+from hetgym.sim.fastpath import alloc_nb, fits_nb
 from hetgym.sim.rules import covers_nb
 
 __all__ = ["keep_running_nb", "next_fit_nb"]

@@ -37,7 +37,7 @@ import numpy as np
 
 from baselines.classic.schedulers import SRPT, _free_in
 from baselines.gavel.place import current
-from baselines.common.parts import preference
+from baselines.common.parts import is_view
 from baselines.common.unaware import AnyType
 from hetgym.decisions import Cadence, Decision
 from hetgym.sim.codes import GRACE, RUNNING
@@ -180,16 +180,19 @@ class Tiresias(SRPT):
     def _skipper(self, view, plan, key: np.ndarray, waiting: np.ndarray):
         """``skip(i)``: :func:`~baselines.tiresias.kernels.next_fit_nb` from walk position
         ``i`` on ``plan`` as it is then; None when it does not apply (``compiled`` off, a
-        capacity model or view without the simulator's arrays, another device choice)."""
-        sim = getattr(view, "simulator", None) if self.compiled else None
-        if sim is None or not isinstance(plan, CapacityModel) or type(self.devices) is not AnyType:
+        capacity model or view without the simulator's arrays, a device choice whose
+        ``type_set`` is None)."""
+        if not (self.compiled and is_view(view) and isinstance(plan, CapacityModel)):
+            return None
+        types = self.devices.type_set(view)
+        if types is None:
             return None
         from baselines.tiresias.kernels import next_fit_nb
 
         key = np.ascontiguousarray(key, dtype=np.int64)
-        args = (np.ascontiguousarray(waiting), np.asarray(view.workers), preference(view),
+        args = (np.ascontiguousarray(waiting), np.asarray(view.workers), types,
                 np.asarray(view.tput), np.asarray(view.cpus_need), np.asarray(view.mem),
-                sim.kernel_state.nodes, plan.ns)
+                view.kernel.mirror.nodes, plan.ns)
         return lambda i: next_fit_nb(key, i, *args)
 
     @staticmethod
@@ -202,7 +205,7 @@ class Tiresias(SRPT):
         args = (np.ascontiguousarray(waiting), np.asarray(view.workers),
                 np.asarray(view.worker_node), np.asarray(view.worker_gpu),
                 np.asarray(view.cpus_need), np.asarray(view.mem), np.asarray(view.node_device),
-                view.simulator.kernel_state.nodes, plan.ns)
+                view.kernel.mirror.nodes, plan.ns)
         return lambda i, kept: keep_running_nb(key, i, *args, kept)
 
     def _order(self, view) -> tuple[np.ndarray, np.ndarray, set[int], np.ndarray]:

@@ -52,17 +52,6 @@ from hetgym.sim.engine import InvariantError
 __all__ = ["HetClusterVecEnv"]
 
 
-def _observe_into(env: HetClusterEnv, obs: np.ndarray, mask: np.ndarray) -> None:
-    """Make ``env``'s kernels write its observation and mask into ``obs`` / ``mask`` (rows
-    of the batch's outputs: the batch kernel then has nothing to copy, see
-    :func:`~hetgym.envs.fused.write_row_nb`). Same types as the env's own arrays (1-d,
-    C-contiguous), so no kernel is compiled again."""
-    obs[:] = env._es.obs
-    mask[:] = env._es.mask
-    env._es = env._es._replace(obs=obs, mask=mask)
-    env._obs, env._mask = obs, mask
-
-
 def _slot_entry(slots: list[Any], i: int, key: tuple, dispatcher: Any, *args: Any) -> Any:
     """``entry(dispatcher, *args)``, memoised in ``slots[i]`` as long as the objects in ``key``
     (those that decide the arguments' Numba types) are the same objects as last time."""
@@ -118,7 +107,7 @@ class HetClusterVecEnv(VectorEnv):
         self._obs = np.zeros((n,) + e0.observation_space.shape, dtype=np.float32)
         self._mask = np.zeros((n, a_n), dtype=np.bool_)
         for i, env in enumerate(self.envs):
-            _observe_into(env, self._obs[i], self._mask[i])
+            env.write_outputs_to(self._obs[i], self._mask[i])
         self._rew = np.zeros(n)
         self._terms = np.zeros((n, len(TERMS)))
         self._term = np.zeros(n, dtype=np.bool_)
@@ -149,17 +138,10 @@ class HetClusterVecEnv(VectorEnv):
         return f"HetClusterVecEnv(num_envs={self.num_envs}, {self.envs[0]!r})"
 
     # ------------------------------------------------------------------ internals
-    @staticmethod
-    def _entry(env: HetClusterEnv) -> tuple:
-        sim = env.sim
-        return (sim.kP, sim.kS, env._kep, env._kes)
-
     def _sync(self, i: int) -> None:
         """Point slot ``i`` of the compiled list at sub-env ``i``'s current state (unless it
         already holds those very objects: a reset that refilled them in place)."""
-        env = self.envs[i]
-        env._args()  # rebinds the env's kernels if its state was replaced
-        item = self._entry(env)
+        item = self.envs[i].kernel_args()  # rebinds the env's kernels if its state was replaced
         if any(a is not b for a, b in zip(item, self._slots[i])):
             self._setter(i, item)(self._list, i, item)
             self._slots[i] = item
@@ -175,19 +157,19 @@ class HetClusterVecEnv(VectorEnv):
     def _row(self, i: int) -> None:
         """Outputs of sub-env ``i`` after its action was carried out (compiled, one row)."""
         env = self.envs[i]
-        finish_row_nb(i, *self._entry(env), self._steps, self._stuck, self._max_steps, self._rew,
+        finish_row_nb(i, *env.kernel_args(), self._steps, self._stuck, self._max_steps, self._rew,
                       self._terms, self._term, self._trunc, self._obs, self._mask, self._stat)
 
     def _slow_step(self, i: int, a: int, code: int) -> None:
         """Finish a step the batch kernel left (segment log growth, errors) with the sub-env's
-        own :meth:`HetClusterEnv._carry_out`; errors name the sub-env."""
+        own :meth:`HetClusterEnv.finish_action`; errors name the sub-env."""
         env = self.envs[i]
         try:
-            env._carry_out(a, code)
+            env.finish_action(a, code)
         except (SchedulingError, InvariantError) as exc:
             raise type(exc)(f"env {i}: {exc}") from exc
         if code != ACT_NOOP:
-            self._stuck[i] = env._stuck
+            self._stuck[i] = env.stuck
         self._sync(i)
         self._row(i)
 
@@ -195,24 +177,23 @@ class HetClusterVecEnv(VectorEnv):
         """``envs[i].reset(seed=seed)``, its simulator refilled by one compiled call where the
         window fits it (:mod:`hetgym.envs.refill`), and row ``i`` of the outputs."""
         env = self.envs[i]
-        rows, sim_seed = env._draw_episode(seed)
-        if env._own_sim and self._ledger.held(env.sim):
+        rows, sim_seed = env.draw_episode(seed)
+        if env.owns_sim and self._ledger.held(env.sim):
             # its episode_metrics are unread: keep that simulator as it is, step the spare
             spare, self._spare[i] = self._spare[i], env.sim
             if spare is None:
-                env._own_sim = False  # _start_episode makes a second simulator
+                env.leave_sim()  # start_episode makes a second simulator
             else:
                 self._ledger.release(spare)
-                env._swap_sim(spare)
-        if env._own_sim and self._refiller.reset(env.sim, rows, sim_seed, env._ep.inv_best,
-                                                 env._es.rew):
-            env.steps = 0
-            env._stuck = False
-            env._advance_until_decision(force=True)
+                env.swap_sim(spare)
+        if env.owns_sim and self._refiller.reset(env.sim, rows, sim_seed, env.episode_inv_best,
+                                                 env.reward_acc):
+            env.begin_refilled_episode()
         else:
-            env._start_episode(rows, sim_seed)
-        self._stuck[i] = env._stuck
-        args = (i, env.sim.kS, env._kes, self._steps, self._rew, self._terms, self._term,
+            env.start_episode(rows, sim_seed)
+        self._stuck[i] = env.stuck
+        kes = env.kernel_args()[3]
+        args = (i, env.sim.kS, kes, self._steps, self._rew, self._terms, self._term,
                 self._trunc, self._obs, self._mask, self._stat)
         # the entry point, not the dispatcher (which typed the NamedTuple on every call: 12 ->
         # 3 us a reset), resolved again only for another state type or state tuple
@@ -262,7 +243,7 @@ class HetClusterVecEnv(VectorEnv):
                 raise ValueError(f"reset: {len(seeds)} seeds for {n} envs")
         for i, s in enumerate(seeds):
             self._reset_one(i, s)
-        self._slots = [self._entry(e) for e in self.envs]
+        self._slots = [e.kernel_args() for e in self.envs]
         self._list = new_batch_nb(self._slots[0], n)
         for i in range(1, n):
             self._setter(i, self._slots[i])(self._list, i, self._slots[i])

@@ -30,6 +30,7 @@ from hetgym.sim.dispatch import Binder
 from hetgym.sim.engine import InvariantError, Simulator
 from hetgym.sim.events import STEP_LOG_FULL
 from hetgym.sim.state import ACC_NOW, CTR_DONE, CTR_Q, CTR_RUN
+from hetgym.sim.view import View
 from hetgym.specs import Scenario
 
 __all__ = ["HetClusterEnv"]
@@ -211,6 +212,16 @@ class HetClusterEnv(gym.Env):
         self._stuck = False
         self._ended_episode = False
 
+    def attach_view(self, view: View) -> None:
+        """:meth:`attach` to the simulator behind a scheduler's ``view``: how an agent that
+        decides inside :func:`hetgym.simulate` (``agents.adapter``) reads the run through
+        this env. :meth:`attached_to` says whether it still does."""
+        self.attach(view.simulator)
+
+    def attached_to(self, view: View) -> bool:
+        """Whether this env reads the simulator behind ``view``."""
+        return self.sim is not None and self.sim is view.simulator
+
     def _swap_sim(self, sim: Simulator) -> None:
         """Step ``sim`` (an own simulator of this env's scenario) from now on; the bound
         kernels are kept when its state has the same Numba types (the batched env keeps
@@ -338,6 +349,83 @@ class HetClusterEnv(gym.Env):
             r = a - self.n_start_actions
             return "preempt", int(self._rwin[r]) if r < self._n_rwin else -1, -1
         return "wait", -1, -1
+
+    # ------------------------------------ driver interface (the batched env's)
+    # What :class:`hetgym.envs.batched.HetClusterVecEnv` uses to step this env in its
+    # compiled batch and to reset it: the same code as ``reset`` and ``step``, in parts.
+
+    def kernel_args(self) -> tuple:
+        """``(P, S, env params, env state)``: the structref mirrors the env kernels of
+        :mod:`hetgym.envs.fused` take, for the simulator's current state (the kernels bound
+        again first if the simulator replaced its state)."""
+        return self._args()
+
+    def write_outputs_to(self, obs: np.ndarray, mask: np.ndarray) -> None:
+        """Make the env kernels write this env's observation and mask into ``obs`` and
+        ``mask`` (float32 and bool, 1-d, C-contiguous, this env's sizes) from now on, the
+        current ones copied there first. Same types as the env's own arrays, so no kernel
+        is compiled again."""
+        obs[:] = self._es.obs
+        mask[:] = self._es.mask
+        self._es = self._es._replace(obs=obs, mask=mask)
+        self._obs, self._mask = obs, mask
+
+    def draw_episode(self, seed: int | None) -> tuple[np.ndarray | None, int]:
+        """What ``reset(seed=seed)`` draws: seeds the env's RNG and returns the window's
+        workload rows and the simulator's seed (:meth:`start_episode` simulates them)."""
+        return self._draw_episode(seed)
+
+    def start_episode(self, rows: np.ndarray | None, sim_seed: int) -> None:
+        """The rest of ``reset``: simulate ``rows`` with seed ``sim_seed`` (the simulator
+        refilled in place when it is the env's own and the window fits it, else a new one)
+        and advance to the first decision point."""
+        self._start_episode(rows, sim_seed)
+
+    def begin_refilled_episode(self) -> None:
+        """After the env's own simulator and :attr:`episode_inv_best` were refilled in place
+        for a new window (by :class:`hetgym.envs.refill.Refiller`): the step count and the
+        stuck flag cleared, and the run advanced to its first decision point."""
+        self.steps = 0
+        self._stuck = False
+        self._advance_until_decision(force=True)
+
+    def finish_action(self, a: int, code: int) -> None:
+        """Finish action ``a`` from the code :func:`~hetgym.envs.fused.act_nb` returned (what
+        ``step`` does after the kernel): grow the segment log and act again, raise on a
+        refused action or a failed start, read the decision point reached."""
+        self._carry_out(a, code)
+
+    @property
+    def stuck(self) -> bool:
+        """Whether the last decision point was reached with no event left to advance to
+        (the episode is then truncated)."""
+        return self._stuck
+
+    @property
+    def owns_sim(self) -> bool:
+        """Whether :attr:`sim` was made by this env (not attached from outside)."""
+        return self._own_sim
+
+    def leave_sim(self) -> None:
+        """Leave :attr:`sim` as it is from now on: the next :meth:`start_episode` makes a new
+        simulator instead of refilling it (its episode's metrics may still be read)."""
+        self._own_sim = False
+
+    def swap_sim(self, sim: Simulator) -> None:
+        """Step ``sim``, another simulator of this env's scenario made for it, from now on
+        (the bound kernels kept when its state has the same Numba types)."""
+        self._swap_sim(sim)
+
+    @property
+    def episode_inv_best(self) -> np.ndarray:
+        """float64[J]: 1 / best duration of each job of the episode (the reward's
+        normaliser), written in place when the episode is refilled."""
+        return self._ep.inv_best
+
+    @property
+    def reward_acc(self) -> np.ndarray:
+        """The reward terms' running sums that the env kernels write (float64[N_REW])."""
+        return self._es.rew
 
     # -------------------------------------------------------------- internals
     def _check_action(self, action: Any) -> int:

@@ -36,10 +36,12 @@ from hetgym.sim.state import (
     CTR_QHEAD,
     CTR_RUN,
     CTR_SEG,
+    JobArrays,
     Params,
     State,
     build_jobs,
     build_params,
+    min_units,
     new_state,
     node_names,
     refill,
@@ -168,6 +170,58 @@ class Simulator(SimulatorDecisions):
         self.state = state
         self.js, self.ns = state.job, state.node
         self._bind()
+
+    def replace_arrivals(self, jobs: JobArrays) -> None:
+        """Give the jobs that have not arrived yet (slots ``next_arrival`` to ``n_jobs - 1``)
+        the arrays ``jobs`` (one row per slot, in slot order): every field but ``job_id``
+        (the slots keep their ids), ``remaining`` set to the new ``work``, and the least a
+        worker takes of each device type (``params.min_unit``) lowered to cover them. The
+        per-worker arrays are widened (and the kernels rebound, as by
+        :meth:`replace_state`) when a job has more workers than they hold. For a copy of a
+        run whose future is replaced (a sampled future); call before the copy's view is
+        made. Raises ValueError for a ``jobs`` of another length, a forkable job where the
+        arrays hold one copy per job (on a cluster of more than one GPU), or a user beyond
+        the run's."""
+        m, n_jobs = self.next_arrival, self.n_jobs
+        n = n_jobs - m
+        if len(jobs.arrival) != n:
+            raise ValueError(f"replace_arrivals: jobs has {len(jobs.arrival)} rows, the run has "
+                             f"{n} jobs that have not arrived")
+        if n <= 0:
+            return
+        opts = self.params.opts
+        wmax = int(jobs.max_workers.max())
+        if (wmax * opts.max_copies > self.js.worker_node.shape[1]
+                or wmax > len(self.state.run.out_node)):
+            self._widen(wmax)
+        if opts.max_copies == 1 and bool(jobs.forkable.any()) and int(np.count_nonzero(self.nodes.gpus)) > 1:
+            raise ValueError("replace_arrivals: a forkable job in a run whose arrays hold one "
+                             "copy per job")
+        jb = self.jobs
+        for f in JobArrays._fields:
+            if f != "job_id":
+                getattr(jb, f)[m:] = getattr(jobs, f)
+        if int(jb.user[m:].max()) >= len(self.state.run.service):
+            raise ValueError("replace_arrivals: a job's user is not a user of the run")
+        self.js.remaining[m:] = jb.work[m:]
+        unit = self.params.min_unit
+        np.minimum(unit, min_units(JobArrays(*(a[m:] for a in jb)), self.nodes.dev_is_cpu), out=unit)
+
+    def _widen(self, wmax: int) -> None:
+        """Widen the per-worker arrays to ``wmax`` workers per job (times the copies per
+        job) and the kernels' placement outputs to ``wmax``, and rebind the kernels."""
+        st = self.state
+        js, run = st.job, st.run
+        slots = wmax * self.params.opts.max_copies
+        pad = slots - js.worker_node.shape[1]
+        if pad > 0:
+            fill = np.full((js.worker_node.shape[0], pad), -1, dtype=np.int64)
+            js = js._replace(worker_node=np.ascontiguousarray(np.hstack([js.worker_node, fill])),
+                             worker_gpu=np.ascontiguousarray(np.hstack([js.worker_gpu, fill])))
+        if wmax > len(run.out_node):
+            run = run._replace(out_node=np.zeros(wmax, dtype=np.int64),
+                               out_gpu=np.zeros(wmax, dtype=np.int64))
+        self.replace_state(st._replace(job=js, run=run))
 
     _UNPICKLED = ("kernel_state", "kP", "kS", "_binder", "_entries")
 

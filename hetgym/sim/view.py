@@ -3,7 +3,10 @@
 Arrays returned by a :class:`View` are read-only views valid until the
 simulator moves on; copy what you keep. :meth:`View.capacity` gives a scratch
 copy of the free resources on which a scheduler can try placements (with the
-simulator's own placement kernel) before proposing them.
+simulator's own placement kernel) before proposing them. :attr:`View.kernel` (a
+:class:`KernelView`) is the published interface of a scheduler's compiled fast path: the
+records the simulator's kernels take, to read, and the simulator's one way of carrying
+out decisions.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from hetgym.decisions import Placement, Start
+from hetgym.decisions import Decision, Placement, Start
 from hetgym.sim import events as E
 from hetgym.sim import kernels as K
 from hetgym.sim.interference import interfered_rate_nb
@@ -23,8 +26,9 @@ from hetgym.sim.state import NodeState
 
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.engine import Simulator
+    from hetgym.specs import Scenario
 
-__all__ = ["View", "CapacityModel"]
+__all__ = ["View", "CapacityModel", "KernelView"]
 
 
 def _ro(a: np.ndarray) -> np.ndarray:
@@ -127,6 +131,69 @@ class CapacityModel:
         return out
 
 
+class KernelView:
+    """The simulator's records as its kernels take them, for schedulers' compiled fast paths.
+
+    A fast path (a scheduler's Numba kernel, or its ``decide_and_apply``, see
+    :class:`hetgym.decisions.Cadence`) passes these objects to compiled code that reads
+    them: the same arrays as the simulator's, not copies (a copy would cost a decision
+    point what the fast path saves, and a read-only array is another Numba type), so
+    they are read-only by contract, valid until the simulator moves on. A fast path
+    writes only its own arrays (copies, scratch such as :attr:`scratch`, outputs) and
+    acts on the simulator through :meth:`apply` / :meth:`apply_plan`, the simulator's
+    own checks and kernels. ``View.kernel`` gives the view's one instance.
+
+    Attributes (read on each access, so they follow a simulator that rebinds its state):
+        params: :class:`~hetgym.sim.state.Params`, the static arrays (``jobs``, ``nodes``,
+            ``opts``).
+        state: :class:`~hetgym.sim.state.State`, the dynamic arrays (``job``, ``node``,
+            ``run``).
+        jobs, nodes: ``params.jobs`` / ``params.nodes``.
+        node_state: ``state.node``, the free capacity now
+            (:class:`~hetgym.sim.state.NodeState`).
+        mirror: The kernels' structref mirror of ``params`` and ``state``
+            (:class:`hetgym.sim.mirror.Mirror`: ``P``, ``S``, ``nodes``, ``ns``, ``run``,
+            ``jobs``, ``js``), for kernels of :mod:`hetgym.sim.fastpath` that take them.
+        P, S: ``mirror.P`` / ``mirror.S``.
+        scratch: int64 scratch of the placement kernels (``state.run.scr_i``; written by
+            every placement call, never read across calls).
+        policy: The scenario's placement policy code
+            (:class:`~hetgym.sim.codes.PlacementPolicy`).
+        run_slots: Length of the running-job list (at most this many jobs run at once).
+    """
+
+    __slots__ = ("_sim",)
+
+    def __init__(self, sim: "Simulator") -> None:
+        self._sim = sim
+
+    params = property(lambda self: self._sim.params)
+    state = property(lambda self: self._sim.state)
+    jobs = property(lambda self: self._sim.jobs)
+    nodes = property(lambda self: self._sim.nodes)
+    node_state = property(lambda self: self._sim.ns)
+    mirror = property(lambda self: self._sim.kernel_state)
+    P = property(lambda self: self._sim.kP)
+    S = property(lambda self: self._sim.kS)
+    scratch = property(lambda self: self._sim.state.run.scr_i)
+    policy = property(lambda self: int(self._sim.policy))
+    run_slots = property(lambda self: len(self._sim.state.run.running))
+
+    def apply(self, decisions: Sequence[Decision]) -> None:
+        """Carry out ``decisions`` in order (:meth:`Simulator.apply
+        <hetgym.sim.engine.Simulator.apply>`): what a fast path does with the decisions that
+        ``decide`` would return."""
+        self._sim.apply(decisions)
+
+    def apply_plan(self, pre: np.ndarray, n_pre: int, jobs: np.ndarray, devs: np.ndarray,
+                   nodes: np.ndarray, gpus: np.ndarray, n_st: int) -> None:
+        """:meth:`apply` of ``Preempt(pre[i])`` for ``i < n_pre``, then the starts ``(jobs[k],
+        devs[k], nodes[k, :W], gpus[k, :W])`` for ``k < n_st``, given as arrays
+        (:meth:`Simulator.apply_plan <hetgym.sim.engine.Simulator.apply_plan>`: one compiled
+        call, the same checks and errors)."""
+        self._sim.apply_plan(pre, n_pre, jobs, devs, nodes, gpus, n_st)
+
+
 class View:
     """What a scheduler may read. Attributes mirror the simulator's arrays.
 
@@ -150,6 +217,7 @@ class View:
         self._sim = sim
         self._pref: np.ndarray | None = None
         self._admit = None
+        self._kernel: KernelView | None = None
         jb, js, nd, ns = sim.jobs, sim.js, sim.nodes, sim.ns
         self.devices: list[str] = list(sim.devices)
         self.options = sim.options
@@ -311,9 +379,31 @@ class View:
         return out
 
     @property
+    def kernel(self) -> KernelView:
+        """The records the simulator's kernels take and its way of carrying out decisions,
+        for a scheduler's compiled fast path (:class:`KernelView`; read-only by contract)."""
+        k = self._kernel
+        if k is None:
+            k = self._kernel = KernelView(self._sim)
+        return k
+
+    @property
+    def scenario(self) -> "Scenario":
+        """The scenario simulated."""
+        return self._sim.scenario
+
+    @property
+    def n_queue(self) -> int:
+        """Number of jobs waiting in the simulator (``len(queue)`` of this class, without
+        building the array)."""
+        return int(self._sim.n_queue)
+
+    @property
     def simulator(self) -> "Simulator":
-        """The simulator behind this view (for adapters that drive an env on it, such as
-        ``agents.adapter``; schedulers act through decisions only)."""
+        """The simulator behind this view, for the code of :mod:`hetgym` that drives it
+        (:meth:`HetClusterEnv.attach_view
+        <hetgym.envs.hetcluster.HetClusterEnv.attach_view>`). Schedulers act through
+        decisions, and their fast paths through :attr:`kernel`."""
         return self._sim
 
     @property
