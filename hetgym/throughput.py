@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from hetgym.devices import get_device
+from hetgym.sim.rules import scaled_rate
 
 __all__ = ["ThroughputModel", "uniform_speedup", "cpu_offered", "restrict_cpu",
            "CPU_MAX_WORKERS", "CPU_MAX_HOURS"]
@@ -180,7 +181,7 @@ def cpu_offered(df: pd.DataFrame, max_workers: int = CPU_MAX_WORKERS,
     tput = df["tput_cpu"].to_numpy(dtype=np.float64)
     w = df["workers"].to_numpy(dtype=np.float64)
     with np.errstate(divide="ignore"):
-        hours = np.where(tput > 0, df["work"].to_numpy(dtype=np.float64) / (w * tput), np.inf) / 3600.0
+        hours = np.where(tput > 0, df["work"].to_numpy(dtype=np.float64) / scaled_rate(w, tput, 1.0), np.inf) / 3600.0
     return (tput > 0) & (w <= max_workers) & (hours <= max_hours)
 
 

@@ -35,7 +35,7 @@ import numpy as np
 from numba import njit
 
 from hetgym.sim.fastpath import interfered_rate_nb, same_pairs_nb
-from hetgym.sim.rules import EPS, covers_nb
+from hetgym.sim.rules import EPS, covers_nb, scaled_rate_nb
 from hetgym.sim.rules import slots_nb as unit_slots_nb
 
 __all__ = ["any_free_nb", "best_nb", "greedy_nb", "slots_nb", "take_nb"]
@@ -246,7 +246,7 @@ def _utility(j, w, same, nodes, gpus, jb, opt, P, ns):
     span = max(span, EPS)
     if opt[3] == 0:
         return work[j] / span
-    t_min = work[j] / (float(workers[j]) * np.max(tput[j]))
+    t_min = work[j] / scaled_rate_nb(float(workers[j]), np.max(tput[j]), 1.0)
     return t_min / span
 
 

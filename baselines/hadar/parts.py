@@ -18,7 +18,7 @@ import numpy as np
 
 from baselines.hadar.compiled import CompiledSearch
 from hetgym.decisions import Placement
-from hetgym.sim.rules import EPS, covers, slots
+from hetgym.sim.rules import EPS, covers, scaled_rate, slots
 
 __all__ = [
     "Candidate",
@@ -120,7 +120,7 @@ class PriceBook:
         pos = np.where(tput > 0, tput, np.inf)
         slow = pos.min(axis=1)
         slow = np.where(np.isfinite(slow), slow, 1.0)
-        t_max = work / (w * slow)
+        t_max = work / scaled_rate(w, slow, 1.0)
         total = float(self.cap[gpu_nodes].sum()) or float(len(gpu_nodes))
         horizon = view.now + float(t_max.sum())
         self.eta = float(np.max(total / (t_max * w))) if len(jobs) else 1.0
@@ -243,7 +243,7 @@ class FindAlloc:
         span = max(f - float(v.arrival[j]), EPS)
         if self.utility == "throughput":
             return float(v.work[j]) / span
-        t_min = float(v.work[j]) / (float(v.workers[j]) * float(np.max(v.tput[j])))
+        t_min = float(v.work[j]) / scaled_rate(float(v.workers[j]), float(np.max(v.tput[j])), 1.0)
         return t_min / span
 
     def _fits(self, j: int, pl: Placement, state: PlanState) -> bool:

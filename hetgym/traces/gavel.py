@@ -25,6 +25,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from hetgym.sim.rules import scaled_rate
 from hetgym.throughput import ThroughputModel
 from hetgym.traces._common import (named_decode_errors,
     DEFAULT_CPUS,
@@ -156,7 +157,7 @@ def _gavel_frame(
     if (slo > 0).any():
         ref = np.asarray([model.gpu_throughput(jt, slo_device, int(k)) for jt, k in
                           zip(df["job_type"], df["workers"])])
-        dur = df["work"].to_numpy() / (ref * df["workers"].to_numpy())
+        dur = df["work"].to_numpy() / scaled_rate(df["workers"].to_numpy(), ref, 1.0)
         df["deadline"] = np.where(slo > 0, df["arrival"].to_numpy() + slo * dur, np.inf)
     return df, report
 

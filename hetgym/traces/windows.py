@@ -36,6 +36,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from hetgym.sim.rules import scaled_rate
 from hetgym.specs import ClusterSpec
 
 __all__ = [
@@ -170,7 +171,8 @@ def best_durations(df: pd.DataFrame, cluster: ClusterSpec) -> np.ndarray:
         raise ValueError(f"the cluster has device types without a throughput column: {missing}")
     best = df[cols].to_numpy(dtype=np.float64).max(axis=1)
     with np.errstate(divide="ignore"):
-        return np.where(best > 0, df["work"].to_numpy() / (df["workers"].to_numpy() * best), np.inf)
+        return np.where(best > 0, df["work"].to_numpy() / scaled_rate(df["workers"].to_numpy(), best, 1.0),
+                        np.inf)
 
 
 def _span(df: pd.DataFrame, span: float | None) -> float:

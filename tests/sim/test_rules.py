@@ -153,13 +153,16 @@ _RESTATEMENTS: dict[str, re.Pattern] = {
 }
 
 
-def _code_lines(text: str) -> dict[int, str]:
+def _code_lines(text: str, short_strings: bool = False) -> dict[int, str]:
     """Line number -> the code of that line: comments and strings (docstrings too)
-    blanked out, everything else where it was written."""
+    blanked out, everything else where it was written. With ``short_strings`` the
+    one-quote strings (column names such as ``df["workers"]``) stay."""
     lines = text.splitlines(keepends=True)
     chars = [list(line) for line in lines]
     for tok in tokenize.generate_tokens(io.StringIO(text).readline):
         if tok.type not in (tokenize.COMMENT, tokenize.STRING):
+            continue
+        if short_strings and tok.type == tokenize.STRING and tok.string.lstrip("rbufRBUF")[:3] not in ('"""', "'''"):
             continue
         (r0, c0), (r1, c1) = tok.start, tok.end
         for r in range(r0, r1 + 1):
@@ -167,6 +170,28 @@ def _code_lines(text: str) -> dict[int, str]:
             hi = c1 if r == r1 else len(chars[r - 1])
             chars[r - 1][lo:hi] = " " * (hi - lo)
     return {no: "".join(c) for no, c in enumerate(chars, 1)}
+
+
+#: Names of a gang's worker count and of a per-worker throughput (in a denominator, their
+#: product is a rate that :func:`rules.scaled_rate` defines).
+_WORKER_NAMES = frozenset({"w", "g", "W", "workers", "n_workers", "nworkers", "gang"})
+_TPUT_NAMES = re.compile(r"tput|throughput|best|slow|fast|speed|^ref$|^t$")
+
+
+def _divides_by_gang_rate(code: str) -> bool:
+    """Whether ``code`` divides by a parenthesised product (``* `` at its top level) of a
+    worker count and a per-worker throughput: ``work / (workers * best)``."""
+    for m in re.finditer(r"/\s*\(", code):
+        depth, i, top_star = 1, m.end(), False
+        while i < len(code) and depth:
+            depth += {"(": 1, ")": -1}.get(code[i], 0)
+            if depth == 1 and code[i] == "*" and "*" not in (code[i - 1], code[i + 1:i + 2]):
+                top_star = True  # a product, not a power
+            i += 1
+        names = set(re.findall(r"[A-Za-z_]\w*", code[m.end():i]))
+        if top_star and names & _WORKER_NAMES and any(_TPUT_NAMES.search(n) for n in names):
+            return True
+    return False
 
 
 def _value(number: str) -> float | None:
@@ -194,6 +219,10 @@ def restatements(root: Path, folders=FOLDERS) -> list[str]:
                         hits.append(f"{rel}:{tok.start[0]}: a literal 1e-9 (use rules.EPS)")
             for no, code in _code_lines(text).items():
                 hits += [f"{rel}:{no}: {what}" for what, rx in _RESTATEMENTS.items() if rx.search(code)]
+            for no, code in _code_lines(text, short_strings=True).items():
+                if _divides_by_gang_rate(code):
+                    hits.append(f"{rel}:{no}: a duration as work / (workers x throughput) "
+                                "(use rules.scaled_rate / rules.duration)")
     return hits
 
 
@@ -214,6 +243,10 @@ def test_the_scan_finds_each_restatement(tmp_path):
         "p = js.n_preempt[j] < limit\n"
         "c = -1 if o.max_preemptions is None else int(o.max_preemptions)\n"
         "rel_tol: float = 1e-9  # allowed by name\n"
-        "fine = c < best - EPS  # a comparison margin, not a fit test\n")
+        "fine = c < best - EPS  # a comparison margin, not a fit test\n"
+        'd = df["work"].to_numpy() / (df["workers"].to_numpy() * best)\n'
+        "t = work[j] / (float(workers[j]) * np.max(tput[j]))\n"
+        "u = work / (tput[j] * w)\n"
+        "ok = work / scaled_rate(w, tput, 1.0) + x / (a * b) + y / (w ** 2)\n")
     hits = restatements(tmp_path, ("baselines",))
-    assert [h.split(":")[1] for h in hits] == ["2", "3", "4", "5", "6", "7"]
+    assert [h.split(":")[1] for h in hits] == ["2", "3", "4", "5", "6", "7", "10", "11", "12"]
