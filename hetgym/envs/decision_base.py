@@ -16,7 +16,7 @@ the action of a decision (so a scheduler's ``decide(view)`` can drive the env, s
 :class:`SchedulerAgent`), ``decode(action)`` the decision.
 
 Reward, truncation charge and ``episode_metrics`` are those of ``HetCluster-v0``
-(:mod:`hetgym.envs.reward`, the same kernel :func:`hetgym.envs.fused.accrue_nb` after each
+(:mod:`hetgym.envs.reward`, the same kernel :func:`hetgym.envs.reward.accrue_nb` after each
 event step).
 """
 
@@ -35,8 +35,7 @@ from hetgym.envs.args import (ENDED, MAX_WINDOW, count_arg, discrete_action, epi
                               scenario_arg)
 from hetgym.envs.candidates import single_server
 from hetgym.envs.features import Feature
-from hetgym.envs.fused import accrue_step_nb
-from hetgym.envs.reward import RewardTracker
+from hetgym.envs.reward import RewardTracker, accrue_step_nb
 from hetgym.metrics import summarize
 from hetgym.sim.engine import Simulator
 from hetgym.specs import Scenario

@@ -17,6 +17,7 @@ from numba import njit, prange
 from numba.typed import List
 
 from hetgym.envs.features import observe_nb
+from hetgym.envs.reward import accrue_nb, take_terms_nb, weighted_sum_nb
 from hetgym.sim.events import (
     STEP_LOG_FULL,
     STEP_MOVED,
@@ -39,17 +40,11 @@ from hetgym.sim.state import (
     CTR_RUN,
 )
 
-__all__ = ["EnvParams", "EnvState", "EnvParamsK", "EnvStateK", "env_mirror", "accrue_nb", "accrue_step_nb", "decide_point_nb", "update_mask_nb", "window_mask_nb", "refresh_nb",
+__all__ = ["EnvParams", "EnvState", "EnvParamsK", "EnvStateK", "env_mirror", "decide_point_nb", "update_mask_nb", "window_mask_nb", "refresh_nb",
            "start_and_decide_nb", "act_nb", "step_reward_nb", "step_batch_nb", "step_batch_par_nb", "finish_row_nb",
            "new_batch_nb", "set_batch_nb", "reset_row_nb", "write_row_nb",
-           "REW_JCT", "REW_SLOWDOWN", "REW_MAKESPAN", "REW_TARDINESS", "REW_INV_BEST",
-           "REW_ENERGY_SEEN", "N_REW", "ACT_NOOP", "ACT_INVALID", "ACT_GROW"]
+           "ACT_NOOP", "ACT_INVALID", "ACT_GROW"]
 
-#: Entries of ``EnvState.rew``: the step's terms (signed and scaled, see
-#: :mod:`hetgym.envs.reward`), the running sum of 1 / best duration over the
-#: jobs in the system, and the energy (J) when the terms were last read.
-REW_JCT, REW_SLOWDOWN, REW_MAKESPAN, REW_TARDINESS, REW_INV_BEST, REW_ENERGY_SEEN = range(6)
-N_REW = 6
 #: Codes of :func:`act_nb` besides those of :func:`decide_point_nb` (and ``100 +`` a
 #: start code): an infeasible action that did nothing (waiting masked), an infeasible
 #: action refused (``invalid_action="raise"``), and "grow the segment log and act again".
@@ -85,7 +80,7 @@ class EnvState(NamedTuple):
     nwin: np.ndarray     # int64[2], filled lengths of win / rwin
     mask2d: np.ndarray   # bool[K, C]
     mask: np.ndarray     # bool[K*C + R + 1]
-    rew: np.ndarray      # float64[N_REW], see REW_*
+    rew: np.ndarray      # float64[N_REW], see hetgym.envs.reward.REW_*
     obs: np.ndarray      # float32[obs_size]
     scratch: np.ndarray  # float64[C]
 
@@ -170,38 +165,6 @@ def window_mask_nb(P, S, run_window, ES):
     nwin[0] = nq
     nwin[1] = r
     return feasible
-
-
-@njit(cache=True, inline="always")
-def accrue_nb(rew, inv_best, scale, deadline, weight, out_done, nd, t0, now, arrived, arrived_now,
-              done):
-    """Add to ``rew`` (see ``REW_*``) the reward terms of one event step from ``t0`` to
-    ``now``: ``arrived`` / ``done`` jobs before it, ``arrived_now`` after it, the jobs it
-    completed in ``out_done[:nd]`` (the rules of :mod:`hetgym.envs.reward`)."""
-    n_jobs = deadline.shape[0]
-    dt = now - t0
-    n_sys = arrived - done
-    if dt > 0.0:
-        rew[REW_JCT] -= n_sys * dt / scale
-        rew[REW_SLOWDOWN] -= rew[REW_INV_BEST] * dt
-        if n_sys > 0 or arrived < n_jobs:
-            rew[REW_MAKESPAN] -= dt / scale
-    for j in range(arrived, arrived_now):
-        rew[REW_INV_BEST] += inv_best[j]
-    for k in range(nd):
-        j = out_done[k]
-        rew[REW_INV_BEST] -= inv_best[j]
-        late = now - deadline[j]
-        if late > 0.0:
-            rew[REW_TARDINESS] -= weight[j] * late / scale
-
-
-@njit(cache=True)
-def accrue_step_nb(rew, inv_best, scale, deadline, weight, out_done, nd, t0, now, arrived,
-                   arrived_now, done):
-    """:func:`accrue_nb` called from Python (the decision envs, after ``Simulator.advance``)."""
-    accrue_nb(rew, inv_best, scale, deadline, weight, out_done, nd, t0, now, arrived, arrived_now,
-              done)
 
 
 @njit(cache=True)
@@ -294,21 +257,10 @@ def act_nb(a, P, S, EP, ES):
 @njit(cache=True, inline="always")
 def step_reward_nb(S, EP, ES, terms):
     """The step's reward terms into ``terms`` (float64[5], ``reward.TERMS`` order) and their
-    weighted sum; zeroes the per-step accumulators (as ``RewardTracker.terms`` does)."""
-    rew = ES.rew
-    e = S.run.acc[ACC_ENERGY]
-    terms[0] = rew[REW_JCT]
-    terms[1] = rew[REW_SLOWDOWN]
-    terms[2] = rew[REW_MAKESPAN]
-    terms[3] = -(e - rew[REW_ENERGY_SEEN]) * EP.energy_price
-    terms[4] = rew[REW_TARDINESS]
-    rew[REW_ENERGY_SEEN] = e
-    for k in range(4):
-        rew[k] = 0.0
-    total = 0.0
-    for m in range(EP.term_idx.shape[0]):
-        total += EP.term_w[m] * terms[EP.term_idx[m]]
-    return total
+    weighted sum: :func:`~hetgym.envs.reward.take_terms` and
+    :func:`~hetgym.envs.reward.weighted_sum`, as ``RewardTracker.terms`` / ``combine``."""
+    take_terms_nb(ES.rew, S.run.acc[ACC_ENERGY], EP.energy_price, terms)
+    return weighted_sum_nb(terms, EP.term_idx, EP.term_w)
 
 
 @njit(cache=True, inline="always")

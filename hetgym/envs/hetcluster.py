@@ -16,7 +16,6 @@ from hetgym.envs.fused import (
     ACT_GROW,
     ACT_INVALID,
     ACT_NOOP,
-    N_REW,
     EnvParams,
     EnvState,
     act_nb,
@@ -24,7 +23,7 @@ from hetgym.envs.fused import (
     env_mirror,
     refresh_nb,
 )
-from hetgym.envs.reward import RewardTracker
+from hetgym.envs.reward import N_REW, RewardTracker
 from hetgym.metrics import summarize
 from hetgym.sim.dispatch import Binder
 from hetgym.sim.engine import InvariantError, Simulator
@@ -236,7 +235,7 @@ class HetClusterEnv(gym.Env):
     def _restart(self) -> None:
         """After the simulator refilled its arrays for a new window: the env's own per-episode
         parameters (1 / best durations) and counters, in place."""
-        self._ep.inv_best[:] = self.reward.reset(self.sim)
+        self.reward.reset(self.sim, self._ep.inv_best)
         self.steps = 0
         self._stuck = False
         self._ended_episode = False

@@ -20,7 +20,8 @@ call (:func:`refill_nb`) that copies bytes:
 * what depends on the window's job values: ``remaining`` (the jobs' work, as in
   ``new_state``), ``min_unit`` (as in ``build_params``), the env's
   ``1 / best duration`` (the whole workload's, cut: the rule is per job) and its
-  zeroed reward accumulators;
+  zeroed reward accumulators (:func:`hetgym.envs.reward.start_window`, the reset of
+  ``RewardTracker.reset``);
 * the simulator's own attributes as ``reset_window`` sets them, but its
   :class:`~hetgym.sim.view.View` is built when first used (:class:`ViewOnDemand`).
 
@@ -41,8 +42,9 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.typed import List
 
+from hetgym.envs.reward import inv_best_durations, start_window_nb
 from hetgym.sim.dispatch import entry
-from hetgym.sim.state import best_durations, build_jobs
+from hetgym.sim.state import build_jobs
 
 __all__ = ["Refiller", "ViewOnDemand", "leaves", "refill_nb"]
 
@@ -126,7 +128,6 @@ def refill_nb(start, n, src, rowb, dst, tmpl, tdst, item, arrival, deadline, rem
                 d[p] = t[p % isz]
     for r in range(n):
         remaining[r] = work[r]  # new_state: every job's whole work remains
-        inv_best[r] = inv_full[start + r]
     for c in range(min_unit.shape[0]):  # build_params: the least cores a CPU worker needs
         if dev_is_cpu[c]:
             m = np.inf
@@ -136,8 +137,7 @@ def refill_nb(start, n, src, rowb, dst, tmpl, tdst, item, arrival, deadline, rem
             min_unit[c] = m
         else:
             min_unit[c] = 1.0
-    for k in range(rew.shape[0]):
-        rew[k] = 0.0
+    start_window_nb(rew, inv_best, inv_full, start)  # the reward's reset (RewardTracker.reset)
 
 
 class _Source:
@@ -151,7 +151,7 @@ class _Source:
         self.arrays = [np.array(a, copy=True, order="C") for a in full]  # owned copies
         self.src = _typed([_bytes(a) for a in self.arrays])
         self.rowb = np.array([a.nbytes // max(len(a), 1) for a in self.arrays], dtype=np.int64)
-        self.inv_full = 1.0 / best_durations(full)
+        self.inv_full = inv_best_durations(full)
         starts = self.n_total - size + 1
         win = np.lib.stride_tricks.sliding_window_view
         self.wmax = win(full.max_workers, size).max(axis=1)[:starts]

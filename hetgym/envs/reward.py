@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+from numba import njit
 
 from hetgym.sim.codes import DONE, GRACE, RUNNING
 from hetgym.sim.state import best_durations
@@ -42,17 +43,108 @@ from hetgym.sim.state import best_durations
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.engine import Simulator
 
-__all__ = ["RewardTracker", "TERMS"]
+__all__ = ["N_REW", "REW_ENERGY_SEEN", "REW_INV_BEST", "REW_JCT", "REW_MAKESPAN",
+           "REW_SLOWDOWN", "REW_TARDINESS", "RewardTracker", "TERMS", "accrue_nb",
+           "accrue_step_nb", "inv_best_durations", "start_window", "start_window_nb",
+           "take_terms", "take_terms_nb", "weighted_sum", "weighted_sum_nb"]
 
 TERMS = ("jct", "slowdown", "makespan", "energy_cost", "tardiness")
+
+#: Entries of the accumulator ``rew`` (``EnvState.rew`` of ``HetCluster-v0``,
+#: ``RewardTracker.rew``): the step's terms (signed and scaled, see the table above), the
+#: running sum of 1 / best duration over the jobs in the system, and the energy (J) when
+#: the terms were last read.
+REW_JCT, REW_SLOWDOWN, REW_MAKESPAN, REW_TARDINESS, REW_INV_BEST, REW_ENERGY_SEEN = range(6)
+N_REW = 6
+
+
+# The rules of the terms, each one plain function that Python calls and that the env
+# kernels call compiled (``name_nb``: the same function under ``njit(inline="always")``),
+# so that the compiled and the Python paths run the same operations in the same order.
+def inv_best_durations(jobs) -> np.ndarray:
+    """1 / best-device duration from scratch of each job of ``jobs`` (a ``JobArrays``):
+    the weight of a job in the ``slowdown`` term (a rule per job, so the whole
+    workload's, cut, equals a window's own)."""
+    return 1.0 / best_durations(jobs)
+
+
+def start_window(rew, inv_best, inv_src, start):
+    """The reward's part of an episode reset: ``inv_best[r] = inv_src[start + r]`` for the
+    window's jobs, and every accumulator of ``rew`` zeroed."""
+    for r in range(inv_best.shape[0]):
+        inv_best[r] = inv_src[start + r]
+    for k in range(rew.shape[0]):
+        rew[k] = 0.0
+
+
+def take_terms(rew, energy, price, out):
+    """The terms accrued since they were last taken into ``out`` (float64[5], :data:`TERMS`
+    order), ``energy``: the simulator's energy (J) now, ``price``: EUR per J; zeroes the
+    per-step accumulators of ``rew`` (the running sum of 1 / best duration is kept)."""
+    out[0] = rew[REW_JCT]
+    out[1] = rew[REW_SLOWDOWN]
+    out[2] = rew[REW_MAKESPAN]
+    out[3] = -(energy - rew[REW_ENERGY_SEEN]) * price
+    out[4] = rew[REW_TARDINESS]
+    rew[REW_ENERGY_SEEN] = energy
+    for k in range(4):
+        rew[k] = 0.0
+
+
+def weighted_sum(terms, idx, w):
+    """The reward of a step: ``sum(w[m] * terms[idx[m]])`` in the objective's order
+    (``idx``, ``w``: :meth:`RewardTracker.weight_arrays`)."""
+    total = 0.0
+    for m in range(idx.shape[0]):
+        total += w[m] * terms[idx[m]]
+    return total
+
+
+start_window_nb = njit(cache=True, inline="always")(start_window)
+take_terms_nb = njit(cache=True, inline="always")(take_terms)
+weighted_sum_nb = njit(cache=True, inline="always")(weighted_sum)
+
+
+@njit(cache=True, inline="always")
+def accrue_nb(rew, inv_best, scale, deadline, weight, out_done, nd, t0, now, arrived, arrived_now,
+              done):
+    """Add to ``rew`` (see ``REW_*``) the reward terms of one event step from ``t0`` to
+    ``now``: ``arrived`` / ``done`` jobs before it, ``arrived_now`` after it, the jobs it
+    completed in ``out_done[:nd]`` (the rules of the table above)."""
+    n_jobs = deadline.shape[0]
+    dt = now - t0
+    n_sys = arrived - done
+    if dt > 0.0:
+        rew[REW_JCT] -= n_sys * dt / scale
+        rew[REW_SLOWDOWN] -= rew[REW_INV_BEST] * dt
+        if n_sys > 0 or arrived < n_jobs:
+            rew[REW_MAKESPAN] -= dt / scale
+    for j in range(arrived, arrived_now):
+        rew[REW_INV_BEST] += inv_best[j]
+    for k in range(nd):
+        j = out_done[k]
+        rew[REW_INV_BEST] -= inv_best[j]
+        late = now - deadline[j]
+        if late > 0.0:
+            rew[REW_TARDINESS] -= weight[j] * late / scale
+
+
+@njit(cache=True)
+def accrue_step_nb(rew, inv_best, scale, deadline, weight, out_done, nd, t0, now, arrived,
+                   arrived_now, done):
+    """:func:`accrue_nb` called from Python (the decision envs, after ``Simulator.advance``)."""
+    accrue_nb(rew, inv_best, scale, deadline, weight, out_done, nd, t0, now, arrived, arrived_now,
+              done)
 
 
 class RewardTracker:
     """Weights of the named terms and their combination.
 
-    The terms themselves are accumulated inside the fused step kernel
-    (:func:`hetgym.envs.fused.decide_point_nb`) into a ``float64[5]`` array;
-    :meth:`terms` reads them out, with the energy cost of the step.
+    The terms themselves are accumulated by :func:`accrue_nb` (inside the fused step
+    kernel :func:`hetgym.envs.fused.decide_point_nb`, or after each event step of a
+    decision env) into ``rew`` (``REW_*``); :meth:`terms` reads them out with
+    :func:`take_terms`, the rule the compiled reward
+    (:func:`hetgym.envs.fused.step_reward_nb`) calls too.
     """
 
     def __init__(self, weights: dict[str, float], scale: float,
@@ -63,18 +155,22 @@ class RewardTracker:
         self.weights = dict(weights)
         self._items = tuple(self.weights.items())
         self.scale = float(scale)
-        self.rew = np.zeros(6) if rew is None else rew  # see hetgym.envs.fused.REW_*
+        self.rew = np.zeros(N_REW) if rew is None else rew  # see REW_*
         self._price = 0.0
+        self._idx, self._w = self.weight_arrays()
+        self._out = np.zeros(len(TERMS))
 
     def __repr__(self) -> str:
         return f"RewardTracker(weights={self.weights}, scale={self.scale})"
 
-    def reset(self, sim: "Simulator") -> np.ndarray:
-        """Start an episode; returns 1 / best-device duration per job (for the kernel)."""
-        best = best_durations(sim.jobs)
-        self.rew[:] = 0.0
+    def reset(self, sim: "Simulator", inv_best: np.ndarray | None = None) -> np.ndarray:
+        """Start an episode (:func:`start_window`); returns 1 / best-device duration per job
+        (for :func:`accrue_nb`), written into ``inv_best`` when given."""
+        src = inv_best_durations(sim.jobs)
+        out = np.empty_like(src) if inv_best is None else inv_best
+        start_window(self.rew, out, src, 0)
         self._price = sim.options.energy_price * sim.options.pue / 3.6e6
-        return 1.0 / best
+        return out
 
     @property
     def energy_price(self) -> float:
@@ -90,14 +186,8 @@ class RewardTracker:
     def terms(self, sim: "Simulator") -> dict[str, float]:
         """Terms accrued since the last call (the first call also covers ``reset``);
         zeroes the per-step accumulators (the running sum in [4] is kept)."""
-        e = sim.energy_j
-        r = self.rew
-        jct, slowdown, makespan, tardiness = r[:4].tolist()
-        out = {"jct": jct, "slowdown": slowdown, "makespan": makespan,
-               "energy_cost": -(e - float(r[5])) * self._price, "tardiness": tardiness}
-        r[5] = e
-        r[:4] = 0.0
-        return out
+        take_terms(self.rew, sim.energy_j, self._price, self._out)
+        return dict(zip(TERMS, self._out.tolist()))
 
     def truncation_charge(self, sim: "Simulator") -> dict[str, float]:
         """Terms charged for the unfinished jobs of a truncated episode (module docstring)."""
@@ -124,11 +214,8 @@ class RewardTracker:
         return self.with_truncation_charge(sim, terms) if truncated else terms
 
     def combine(self, terms: dict[str, float]) -> float:
-        """Weighted sum of the terms."""
-        total = 0.0
-        for k, w in self._items:
-            total += w * terms[k]
-        return total
+        """Weighted sum of the terms (:func:`weighted_sum`)."""
+        return float(weighted_sum([terms[k] for k in TERMS], self._idx, self._w))
 
 
 def continuation_ends(sim: "Simulator") -> tuple[np.ndarray, np.ndarray]:
