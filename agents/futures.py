@@ -49,7 +49,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hetgym.sim.state import JobArrays, build_jobs, job_types
+from hetgym.sim.state.jobs import build_jobs, job_types
+from hetgym.sim.state.layout import JobArrays
 
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim import Simulator
@@ -67,7 +68,7 @@ class FutureSource:
 
     Args:
         jobs: Source job arrays (e.g. a family's training rows, :func:`family_source`).
-        type_names: The names ``jobs.itype`` indexes (``hetgym.sim.state.job_types``).
+        type_names: The names ``jobs.itype`` indexes (``hetgym.sim.state.jobs.job_types``).
     """
 
     def __init__(self, jobs: JobArrays, type_names: np.ndarray) -> None:

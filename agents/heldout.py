@@ -65,7 +65,7 @@ def google_on_cluster(cluster_scenario: Scenario, load: float = 0.8, seed: int =
     for the cluster's device types; arrivals are scaled to offered ``load``.
     """
     from hetgym.traces.google import load_google2011
-    from hetgym.traces.presets import _finish, _scenario
+    from hetgym.presets.traces import _finish, _scenario
 
     devs = [d.lower() for d in cluster_scenario.cluster.device_types]
     df = load_google2011(devices=devs, duration_device="cpu", seed=seed)[0]

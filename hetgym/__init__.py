@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from types import ModuleType as _ModuleType
 
+from hetgym._internals.gym_registration import register_envs as _register_envs
 from hetgym._lazy import lazy_attributes
-from hetgym._registration import register_envs as _register_envs
 from hetgym.decisions import Move, Placement, Preempt, Scheduler, SchedulingError, Start, Wait
 from hetgym.devices import CATALOGUE, DeviceType, device_names
 from hetgym.specs import ClusterSpec, NodeSpec, Objective, PowerModel, Scenario, SimOptions
@@ -55,5 +55,5 @@ def _register(registration: _ModuleType) -> None:
 
 
 # now if Gymnasium is imported, else as soon as it is (it is not imported for this alone:
-# a process that only simulates never needs it; hetgym/_registration.py)
+# a process that only simulates never needs it; hetgym/_internals/gym_registration.py)
 _register_envs(_register)

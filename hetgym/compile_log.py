@@ -4,7 +4,7 @@
   ``scripts/bench_startup.py --compiles`` and the test suite's ``HETGYM_COMPILE_LOG``,
   ``tests/conftest.py``).
 * :func:`install_notice`: installed before the first compiled call of a process (by
-  :func:`hetgym.sim.mirror.mirror`, which every run and every env reset calls). When
+  :func:`hetgym.sim.state.mirror.mirror`, which every run and every env reset calls). When
   Numba actually compiles (a fresh install, or a cache made stale by an edit) it logs
   one line on the ``hetgym.compile`` logger at WARNING, saying that it compiles, that
   this happens once and roughly how long it takes, then a progress line at most every

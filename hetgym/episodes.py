@@ -6,7 +6,7 @@ repr), ``agents`` asks it which rows a reset seed gives and turns them into
 stand-alone scenarios for ``hetgym.simulate``, and ``hetgym.traces.windows``
 cuts job tables by the same shift rule. The shift moves arrivals *and*
 deadlines so that the window's first job arrives at 0
-(:func:`hetgym.sim.state.cut_window` on arrays, :func:`hetgym.traces.windows.rebase`
+(:func:`hetgym.sim.state.jobs.cut_window` on arrays, :func:`hetgym.traces.windows.rebase`
 on tables).
 """
 

@@ -55,7 +55,8 @@ import numpy as np
 import pandas as pd
 
 from hetgym.sim.codes import DONE, GRACE, RUNNING
-from hetgym.sim.state import CTR_SEG, best_durations
+from hetgym.sim.state.jobs import best_durations
+from hetgym.sim.state.layout import CTR_SEG
 
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.engine import Simulator

@@ -149,7 +149,7 @@ register(DEFAULT, _hetero_small)
 register("synthetic-hybrid", _synthetic)
 register("toy-3jobs", _toy)
 
-_PRESET_MODULES = ("hetgym.traces.presets", "hetgym.presets.allox", "hetgym.presets.fitgpp",
+_PRESET_MODULES = ("hetgym.presets.traces", "hetgym.presets.allox", "hetgym.presets.fitgpp",
                    "hetgym.presets.andreas", "hetgym.presets.topo", "hetgym.presets.hadar")
 _loaded = False
 

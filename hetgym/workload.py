@@ -238,7 +238,7 @@ class Workload:
         over several types where it can run is accepted (a mixed placement can run it;
         schedulers that use one type per job leave it waiting).
         """
-        from hetgym.sim.state import cluster_nodes, gang_slots
+        from hetgym.sim.state.nodes import cluster_nodes, gang_slots
 
         devices = cluster.device_types
         tput = self.tput_matrix(devices)

@@ -132,7 +132,7 @@ PARALLEL = {"serial": False, "threads": True, "auto": None}
 def bench_batched(n_envs: int, seconds: float, parallel: bool | None, seed: int = 0) -> dict[str, float]:
     """Random masked policy on ``n_envs`` batched envs of the default scenario (autoreset
     included): aggregate env steps per second. ``parallel``: the batch kernel (None:
-    chosen as it runs, see hetgym.envs.autopar)."""
+    chosen as it runs, see hetgym.autopar)."""
     from hetgym.envs.batched import HetClusterVecEnv
 
     vec = HetClusterVecEnv(num_envs=n_envs, parallel=parallel)

@@ -1054,7 +1054,7 @@ class RefView:
 
 def _can_hold(view: Any, job: int, dev: int) -> bool:
     """The nodes of type ``dev``, all free, could hold the job's gang (written apart from
-    ``hetgym.sim.state.gang_fits`` on purpose: this is the independent reference)."""
+    ``hetgym.sim.state.nodes.gang_fits`` on purpose: this is the independent reference)."""
     sim = view._sim
     jb = sim.jobs[int(job)]
     total = 0

@@ -2,7 +2,7 @@
 
 The import leaves Numba, the kernels and Gymnasium out (they load with the first run or
 the first ``import gymnasium``), and the environments are still registered with
-Gymnasium whichever of the two is imported first (hetgym/_registration.py).
+Gymnasium whichever of the two is imported first (hetgym/_internals/gym_registration.py).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ _LIGHT = """
 import json, sys
 import hetgym, baselines
 loaded = sorted(sys.modules)
-ours = lambda: sum(type(f).__module__ == "hetgym._registration" for f in sys.meta_path)
+ours = lambda: sum(type(f).__module__ == "hetgym._internals.gym_registration" for f in sys.meta_path)
 hooks = ours()
 import gymnasium as gym
 env = gym.make("HetCluster-v0")
@@ -54,7 +54,7 @@ def test_import_loads_neither_numba_nor_gymnasium_and_registers_on_gymnasium_imp
 _GYM_FIRST = """
 import json, sys
 import gymnasium as gym
-ours = lambda: sum(type(f).__module__ == "hetgym._registration" for f in sys.meta_path)
+ours = lambda: sum(type(f).__module__ == "hetgym._internals.gym_registration" for f in sys.meta_path)
 import hetgym
 from gymnasium.envs.registration import registry
 print(json.dumps({"ids": [k for k in registry if k.startswith("HetCluster")], "hooks": ours()}))

@@ -58,7 +58,7 @@ def test_no_hetgym_module_names_baselines():
 def test_paper_presets_live_in_hetgym():
     from hetgym.presets.allox import allox_hybrid
     from hetgym.presets.fitgpp import fitgpp_lab
-    from hetgym.traces import presets
+    from hetgym.presets import traces as presets
 
     scenarios.names()
     assert scenarios._FACTORIES["allox-hybrid"] is allox_hybrid  # noqa: SLF001

@@ -20,7 +20,7 @@ from numba import njit
 from baselines.common.kernels import job_best_nb
 from hetgym.sim.codes import FUTURE, GRACE, QUEUED
 from hetgym.sim.fastpath import NodeStateK, packer, struct_of
-from hetgym.sim.state import CTR_Q, CTR_QHEAD, CTR_QTAIL
+from hetgym.sim.state.layout import CTR_Q, CTR_QHEAD, CTR_QTAIL
 
 __all__ = ["C_WAIT", "NEED_ROOM", "SYNC_FAILED", "SRPTArrays", "SRPTArraysK", "heap_pop_nb", "heap_push_nb",
            "node_state_k", "pack_arrays", "sync_nb"]
@@ -98,7 +98,7 @@ def pack_arrays(tup):
 
 @njit(cache=True)
 def node_state_k(ns):
-    """A :class:`~hetgym.sim.mirror.NodeStateK` over the arrays of a ``NodeState``."""
+    """A :class:`~hetgym.sim.state.mirror.NodeStateK` over the arrays of a ``NodeState``."""
     return _pack_ns(ns)
 
 

@@ -9,21 +9,21 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from baselines.common.kernels import _place_first_nb
 from baselines.classic.srpt_arrays import (
     C_RUN,
     C_WAIT,
+    OUT_PRE,
+    OUT_ST,
     O_EXACT,
     O_LIMIT,
     O_POLICY,
-    OUT_PRE,
-    OUT_ST,
     _before,
     _join_nb,
     _leave_nb,
 )
+from baselines.common.kernels import _place_first_nb
 from hetgym.sim.rules import below_limit_nb, covers_nb
-from hetgym.sim.state import CTR_RUN
+from hetgym.sim.state.layout import CTR_RUN
 
 __all__ = ["decide_nb", "rows_nb"]
 

@@ -51,10 +51,10 @@ from baselines.classic.srpt_arrays import (
     C_AWAY,
     C_WAIT,
     NEED_ROOM,
-    O_LIMIT,
     OUT_DONE,
     OUT_PRE,
     OUT_ST,
+    O_LIMIT,
     SYNC_FAILED,
     SRPTArrays,
     SRPTArraysK,
@@ -64,7 +64,7 @@ from baselines.classic.srpt_arrays import (
 )
 from baselines.classic.srpt_decide import decide_nb
 from hetgym.sim.fastpath import PLAN_OK, apply_plan_nb
-from hetgym.sim.state import CTR_Q, CTR_SEG
+from hetgym.sim.state.layout import CTR_Q, CTR_SEG
 
 __all__ = ["C_WAIT", "NEED_ROOM", "OUT_DONE", "OUT_PRE", "OUT_ST", "SYNC_FAILED", "SRPTArrays", "SRPTArraysK",
            "decide_nb", "node_state_k", "pack_arrays", "srpt_step_nb"]

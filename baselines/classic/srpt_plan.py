@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from baselines.common.parts import shape_groups
 from baselines.classic.srpt_kernels import (
     C_WAIT,
     NEED_ROOM,
@@ -29,10 +28,11 @@ from baselines.classic.srpt_kernels import (
     pack_arrays,
     srpt_step_nb,
 )
+from baselines.common.parts import shape_groups
 from hetgym.sim.codes import JobStatus
 from hetgym.sim.fastpath import entry
 from hetgym.sim.rules import limit_code, scaled_rate
-from hetgym.sim.state import NodeState
+from hetgym.sim.state.layout import NodeState
 from hetgym.sim.view import View
 
 __all__ = ["SRPTPlan", "exact_sums"]
@@ -95,7 +95,7 @@ class SRPTPlan:
             "opt": np.array([limit_code(limit), int(sim.policy),
                              int(exact_sums(sim))], dtype=np.int64),
             # scratch capacity, filled by the kernel on each call; structrefs like the
-            # simulator's own (hetgym.sim.mirror)
+            # simulator's own (hetgym.sim.state.mirror)
             "plan": node_state_k(ns[0]), "now": node_state_k(ns[1]),
             "scr_f": np.zeros((2, len(view.node_device))),
             "pre": np.zeros(r, dtype=np.int64), "out": np.zeros(3, dtype=np.int64),

@@ -3,7 +3,7 @@
 In the walk, a waiting job starts if ``CapacityModel.place`` finds room for it on one of
 its device types (:class:`~baselines.common.unaware.AnyType`: the types of its
 ``preference`` row, in a random order). ``place`` fails exactly when the type's
-throughput is 0 or its gang does not fit (:func:`hetgym.sim.kernels.fits_nb`: the
+throughput is 0 or its gang does not fit (:func:`hetgym.sim.kernels.fit.fits_nb`: the
 same per-type quick reject and the same per-node slot count as the placement kernel),
 and between two starts or takes nothing changes the scratch capacity. So the waiting
 jobs that would fail one after another can be passed over in one call,
@@ -80,7 +80,7 @@ def keep_running_nb(key: np.ndarray, start: int, waiting: np.ndarray, workers: n
                     kept: np.ndarray) -> int:
     """From walk position ``start`` to the next waiting job: each running job keeps its
     current placement (``workers[j]`` workers) if it is free in ``ns`` (:func:`_free_in_nb`),
-    taking it there (:func:`hetgym.sim.kernels.alloc_nb`, as ``CapacityModel.take``);
+    taking it there (:func:`hetgym.sim.kernels.place.alloc_nb`, as ``CapacityModel.take``);
     ``kept[i]`` is set for those. Returns the position of the next waiting job, or
     ``len(key)``."""
     for i in range(start, len(key)):

@@ -29,9 +29,10 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from hetgym import scenarios as _scenarios
+from hetgym._internals.dispatch import entry
+from hetgym.autopar import KernelChooser, prefer_workqueue
 from hetgym.decisions import SchedulingError
 from hetgym.envs.args import autoreset_arg, scenario_arg
-from hetgym.envs.autopar import KernelChooser, prefer_workqueue
 from hetgym.envs.fused import (
     ACT_INVALID,
     ACT_NOOP,
@@ -46,7 +47,6 @@ from hetgym.envs.hetcluster import HetClusterEnv
 from hetgym.envs.lazy_metrics import EpisodeMetrics, MetricsLedger
 from hetgym.envs.refill import Refiller
 from hetgym.envs.reward import TERMS
-from hetgym.sim.dispatch import entry
 from hetgym.sim.engine import InvariantError
 
 __all__ = ["HetClusterVecEnv"]
@@ -72,7 +72,7 @@ class HetClusterVecEnv(VectorEnv):
             :class:`gymnasium.vector.AutoresetMode` values).
         parallel: Spread the sub-envs over Numba's threads (True), or not (False);
             ``None`` (default, with 2 or more sub-envs and threads): time both kernels
-            as they run and use the faster (:mod:`hetgym.envs.autopar`).
+            as they run and use the faster (:mod:`hetgym.autopar`).
         **kwargs: Arguments of :class:`HetClusterEnv` (the same for every sub-env).
 
     ``action_masks()`` gives the (N, A) feasible actions; ``info`` has per-env arrays
@@ -126,7 +126,7 @@ class HetClusterVecEnv(VectorEnv):
         import numba
 
         threads = numba.config.NUMBA_NUM_THREADS > 1 and n >= 2
-        # None: time both kernels as they run and use the faster (hetgym.envs.autopar)
+        # None: time both kernels as they run and use the faster (hetgym.autopar)
         self.parallel = (None if threads else False) if parallel is None else bool(parallel)
         self._chooser = KernelChooser() if self.parallel is None else None
         if self.parallel is not False:

@@ -62,7 +62,15 @@ import numpy as np
 from numba import njit
 
 from hetgym.sim.rules import best_duration_nb, duration_nb
-from hetgym.sim.state import ACC_NOW, CTR_ARR, CTR_DONE, CTR_Q, CTR_QHEAD, CTR_QTAIL, CTR_RUN
+from hetgym.sim.state.layout import (
+    ACC_NOW,
+    CTR_ARR,
+    CTR_DONE,
+    CTR_Q,
+    CTR_QHEAD,
+    CTR_QTAIL,
+    CTR_RUN,
+)
 
 __all__ = ["obs_size", "observe_nb", "Feature", "layout", "time_feature_index", "SCALE",
            "OBSERVATIONS", "obs_mode"]
@@ -180,7 +188,7 @@ def _lw(w):
 @njit(cache=True)
 def _socket_features_nb(c, dev_start, by_dev, gpus, sockets, socket, gpu_owner):
     """(fully free sockets, shared busy sockets) as fractions, over the nodes of type ``c``
-    (given the arrays of :class:`~hetgym.sim.state.NodeArrays` / ``NodeState`` it reads:
+    (given the arrays of :class:`~hetgym.sim.state.layout.NodeArrays` / ``NodeState`` it reads:
     fewer instructions per observation than the two NamedTuples, by callgrind)."""
     n_sock = 0
     n_free = 0

@@ -2,10 +2,10 @@
 accumulate the reward terms, and write the action mask and the observation.
 
 Every kernel takes the simulator's typed state whole (``P``
-:class:`~hetgym.sim.state.Params`, ``S`` :class:`~hetgym.sim.state.State`) and the
+:class:`~hetgym.sim.state.layout.Params`, ``S`` :class:`~hetgym.sim.state.layout.State`) and the
 env's own (:class:`EnvParams`, :class:`EnvState`), all four as structref mirrors of the
-NamedTuples (:mod:`hetgym.sim.mirror`, :func:`env_mirror`), and drives the simulator's
-one step function :func:`hetgym.sim.events.step_nb`; the semantics are its.
+NamedTuples (:mod:`hetgym.sim.state.mirror`, :func:`env_mirror`), and drives the simulator's
+one step function :func:`hetgym.sim.events.step.step_nb`; the semantics are its.
 """
 
 from __future__ import annotations
@@ -18,18 +18,14 @@ from numba.typed import List
 
 from hetgym.envs.features import observe_nb
 from hetgym.envs.reward import accrue_nb, take_terms_nb, weighted_sum_nb
-from hetgym.sim.events import (
-    STEP_LOG_FULL,
-    STEP_MOVED,
-    STEP_NONE,
-    place_start_nb,
-    preempt_nb,
-    step_nb,
-)
-from hetgym.sim.kernels import mask_fill_nb, queue_compact_nb
-from hetgym.sim.mirror import packer, struct_of
+from hetgym.sim.codes import STEP_LOG_FULL, STEP_MOVED, STEP_NONE
+from hetgym.sim.events.release import preempt_nb
+from hetgym.sim.events.start import place_start_nb
+from hetgym.sim.events.step import step_nb
+from hetgym.sim.kernels.fit import mask_fill_nb
+from hetgym.sim.kernels.queue import queue_compact_nb
 from hetgym.sim.rules import may_preempt_nb
-from hetgym.sim.state import (
+from hetgym.sim.state.layout import (
     ACC_ENERGY,
     ACC_NOW,
     CTR_ARR,
@@ -39,6 +35,7 @@ from hetgym.sim.state import (
     CTR_QTAIL,
     CTR_RUN,
 )
+from hetgym.sim.state.mirror import packer, struct_of
 
 __all__ = ["EnvParams", "EnvState", "EnvParamsK", "EnvStateK", "env_mirror", "decide_point_nb", "update_mask_nb", "window_mask_nb", "refresh_nb",
            "start_and_decide_nb", "act_nb", "step_reward_nb", "step_batch_nb", "step_batch_par_nb", "finish_row_nb",
@@ -86,7 +83,7 @@ class EnvState(NamedTuple):
 
 
 #: The kernels take ``EP`` / ``ES`` as structrefs over the NamedTuples' arrays (lent, like
-#: the simulator's ``P`` / ``S``, :mod:`hetgym.sim.mirror`): a NamedTuple argument costs a
+#: the simulator's ``P`` / ``S``, :mod:`hetgym.sim.state.mirror`): a NamedTuple argument costs a
 #: reference count increment and decrement per array at every non-inlined call (``EP`` 4,
 #: ``ES`` 8; the batch loop's list item all of them), a structref one.
 EnvParamsK = struct_of(EnvParams, module=__name__, lend=True)
@@ -173,7 +170,7 @@ def decide_point_nb(force, P, S, EP, ES):
 
     Returns 1 at a decision point or when every job is done, 0 when no event
     is left (or the horizon is reached) with jobs unfinished, or a negative
-    code of :func:`~hetgym.sim.events.step_nb` (-3: grow the segment log
+    code of :func:`~hetgym.sim.events.step.step_nb` (-3: grow the segment log
     and call again with ``force=True``).
     """
     jobs, run = P.jobs, S.run
@@ -216,7 +213,7 @@ def refresh_nb(P, S, EP, ES):
 def start_and_decide_nb(job, dev, P, S, EP, ES):
     """Start ``job`` on ``dev`` (the run's placement policy), then :func:`decide_point_nb`
     (not forced). Returns ``100 + code`` if the start fails (codes of
-    :func:`~hetgym.sim.events.place_start_nb`), else the code of ``decide_point_nb``."""
+    :func:`~hetgym.sim.events.start.place_start_nb`), else the code of ``decide_point_nb``."""
     code = place_start_nb(job, dev, P, S)
     if code != 0:
         return 100 + code

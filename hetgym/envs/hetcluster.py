@@ -9,8 +9,16 @@ import numpy as np
 from gymnasium import spaces
 
 from hetgym import scenarios as _scenarios
+from hetgym._internals.dispatch import Binder
 from hetgym.decisions import SchedulingError
-from hetgym.envs.args import ENDED, MAX_WINDOW, count_arg, discrete_action, episode_args, scenario_arg
+from hetgym.envs.args import (
+    ENDED,
+    MAX_WINDOW,
+    count_arg,
+    discrete_action,
+    episode_args,
+    scenario_arg,
+)
 from hetgym.envs.features import SCALE, layout, obs_mode, obs_size
 from hetgym.envs.fused import (
     ACT_GROW,
@@ -25,10 +33,9 @@ from hetgym.envs.fused import (
 )
 from hetgym.envs.reward import N_REW, RewardTracker
 from hetgym.metrics import summarize
-from hetgym.sim.dispatch import Binder
+from hetgym.sim.codes import STEP_LOG_FULL
 from hetgym.sim.engine import InvariantError, Simulator
-from hetgym.sim.events import STEP_LOG_FULL
-from hetgym.sim.state import ACC_NOW, CTR_DONE, CTR_Q, CTR_RUN
+from hetgym.sim.state.layout import ACC_NOW, CTR_DONE, CTR_Q, CTR_RUN
 from hetgym.sim.view import View
 from hetgym.specs import Scenario
 
@@ -254,7 +261,7 @@ class HetClusterEnv(gym.Env):
 
     def _bind(self) -> None:
         """Entry points of the env kernels for the current state's types (see
-        :mod:`hetgym.sim.dispatch`)."""
+        :mod:`hetgym._internals.dispatch`)."""
         sim = self.sim
         self._kep, self._kes = env_mirror(self._ep, self._es)
         b = Binder(sim.kP, sim.kS, self._kep, self._kes)

@@ -3,8 +3,8 @@ one compiled call.
 
 ``HetClusterEnv.reset`` refills its simulator in place
 (:meth:`hetgym.sim.engine.Simulator.reset_window`): it cuts the window's job arrays
-(:func:`~hetgym.sim.state.cut_window`), builds fresh parameters and a fresh state
-(:func:`~hetgym.sim.state.build_params`, :func:`~hetgym.sim.state.new_state`) and copies
+(:func:`~hetgym.sim.state.jobs.cut_window`), builds fresh parameters and a fresh state
+(:func:`~hetgym.sim.state.build.build_params`, :func:`~hetgym.sim.state.build.new_state`) and copies
 them into the simulator's arrays, some 100 arrays one by one in Python (about 0.14 ms
 of the 0.16 ms of a reset). :class:`Refiller` gives the same arrays with one compiled
 call (:func:`refill_nb`) that copies bytes:
@@ -16,7 +16,7 @@ call (:func:`refill_nb`) that copies bytes:
   with the same array shapes (the largest gang sets the worker-slot width), built
   once per shape and shared by the sub-envs; an array larger than the template's
   (a grown segment log) is filled with the template's constant, as
-  :func:`~hetgym.sim.state.refill` does;
+  :func:`~hetgym.sim.state.build.refill` does;
 * what depends on the window's job values: ``remaining`` (the jobs' work, as in
   ``new_state``), ``min_unit`` (as in ``build_params``), the env's
   ``1 / best duration`` (the whole workload's, cut: the rule is per job) and its
@@ -42,9 +42,9 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 from numba.typed import List
 
+from hetgym._internals.dispatch import entry
 from hetgym.envs.reward import inv_best_durations, start_window_nb
-from hetgym.sim.dispatch import entry
-from hetgym.sim.state import build_jobs
+from hetgym.sim.state.jobs import build_jobs
 
 __all__ = ["Refiller", "ViewOnDemand", "leaves", "refill_nb"]
 

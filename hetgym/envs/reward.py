@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit
 
 from hetgym.sim.codes import DONE, GRACE, RUNNING
-from hetgym.sim.state import best_durations
+from hetgym.sim.state.jobs import best_durations
 
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.engine import Simulator

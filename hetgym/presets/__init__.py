@@ -13,6 +13,6 @@ name               what                                        module
 
 Each module registers its scenarios with :func:`hetgym.scenarios.register` on import;
 ``hetgym.scenarios`` imports them lazily, so ``hetgym.scenarios.names()`` lists them.
-Trace-based presets live in :mod:`hetgym.traces.presets`. The schedulers that the papers
+Trace-based presets live in :mod:`hetgym.presets.traces`. The schedulers that the papers
 propose live in ``baselines``, which uses these presets; ``hetgym`` never imports it.
 """

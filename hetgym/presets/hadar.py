@@ -1,6 +1,6 @@
 """Hadar/HadarE's simulated cluster and AWS testbed (Sultana et al., TPDS,
 sec. IV and VI; docs/hadar.md), registered on import as ``hadar-sim`` and ``hadar-aws`` (the lab
-testbed is ``hadar-testbed`` in :mod:`hetgym.traces.presets`).
+testbed is ``hadar-testbed`` in :mod:`hetgym.presets.traces`).
 
 ``hetgym.scenarios.get("hadar-sim", n_jobs=480, seed=0)`` (paper §IV):
 

@@ -42,10 +42,10 @@ class JobClass(IntEnum):
 
 #: Plain-int status codes for the Numba kernels (the values of :class:`JobStatus`).
 FUTURE, QUEUED, RUNNING, GRACE, DONE = 0, 1, 2, 3, 4
-#: Return codes of :func:`~hetgym.sim.events.step_nb`.
+#: Return codes of :func:`~hetgym.sim.events.step.step_nb`.
 STEP_MOVED, STEP_NONE, STEP_WORK_LEFT, STEP_TIME_BACK, STEP_LOG_FULL = 1, 0, -1, -2, -3
-#: Return codes of :func:`~hetgym.sim.events.start_nb` / :func:`~hetgym.sim.events.place_start_nb`
-#: / :func:`~hetgym.sim.events.move_nb` besides those of
-#: :func:`~hetgym.sim.kernels.check_placement_nb` (1-6).
+#: Return codes of :func:`~hetgym.sim.events.start.start_nb` / :func:`~hetgym.sim.events.start.place_start_nb`
+#: / :func:`~hetgym.sim.events.start.move_nb` besides those of
+#: :func:`~hetgym.sim.kernels.place.check_placement_nb` (1-6).
 START_OK, START_NOT_QUEUED, START_TPUT_ZERO, START_NO_ROOM, START_NOT_RUNNING = 0, 7, 8, 9, 10
 START_WRONG_DEVICE = 11

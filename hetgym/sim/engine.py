@@ -15,14 +15,17 @@ from typing import Any
 
 import numpy as np
 
-from hetgym.sim import events as E
-from hetgym.sim import kernels as K
-from hetgym.sim.codes import JobStatus
-from hetgym.sim.dispatch import Binder
+from hetgym._internals.dispatch import Binder
+from hetgym.sim.codes import STEP_LOG_FULL, STEP_NONE, STEP_TIME_BACK, STEP_WORK_LEFT, JobStatus
 from hetgym.sim.engine_decisions import SimulatorDecisions
-from hetgym.sim.mirror import mirror
+from hetgym.sim.events.release import preempt_nb
+from hetgym.sim.events.start import move_nb, place_start_nb, start_nb
+from hetgym.sim.events.step import next_event_nb, step_nb
+from hetgym.sim.kernels.queue import queue_compact_nb
 from hetgym.sim.rules import EPS
-from hetgym.sim.state import (
+from hetgym.sim.state.build import build_params, min_units, new_state, refill
+from hetgym.sim.state.jobs import build_jobs
+from hetgym.sim.state.layout import (
     ACC_ENERGY,
     ACC_NOW,
     ACC_POWER,
@@ -39,13 +42,9 @@ from hetgym.sim.state import (
     JobArrays,
     Params,
     State,
-    build_jobs,
-    build_params,
-    min_units,
-    new_state,
-    node_names,
-    refill,
 )
+from hetgym.sim.state.mirror import mirror
+from hetgym.sim.state.nodes import node_names
 from hetgym.specs import Scenario
 
 __all__ = ["InvariantError", "Simulator"]
@@ -63,7 +62,7 @@ class Simulator(SimulatorDecisions):
 
     The state is two typed NamedTuples (:mod:`hetgym.sim.state`): ``params``
     (static) and ``state`` (dynamic); the kernels of :mod:`hetgym.sim.events` take
-    their structref mirror ``kP``, ``kS`` (:mod:`hetgym.sim.mirror`, the same arrays)
+    their structref mirror ``kP``, ``kS`` (:mod:`hetgym.sim.state.mirror`, the same arrays)
     whole. ``jobs``/``nodes`` and ``js``/``ns`` are the NamedTuples' job and node parts.
 
     Args:
@@ -73,7 +72,7 @@ class Simulator(SimulatorDecisions):
             (``None``: events only).
         check_every_event: Check capacity invariants after every event (slow; tests).
         rows: Simulate only these rows of the workload (an episode window, cut by
-            :func:`hetgym.sim.state.cut_window`).
+            :func:`hetgym.sim.state.jobs.cut_window`).
     """
 
     def __init__(self, scenario: Scenario, seed: int = 0, round_length: float | None = None,
@@ -147,7 +146,7 @@ class Simulator(SimulatorDecisions):
         self._rng = value
 
     def _bind(self) -> None:
-        """Build the kernels' structref mirror of the state (:mod:`hetgym.sim.mirror`) and
+        """Build the kernels' structref mirror of the state (:mod:`hetgym.sim.state.mirror`) and
         forget the kernels' entry points (again after an array of the state is replaced);
         each is resolved for the mirror's types on first use, so a run compiles only what
         it calls."""
@@ -240,9 +239,10 @@ class Simulator(SimulatorDecisions):
         if e is None:
             run = self.state.run
             placed = (0, 1, run.out_node, run.out_gpu)
-            lead = {"step_nb": (), "start_nb": placed + (0,), "move_nb": placed,
-                    "place_start_nb": (0, 0), "preempt_nb": (0,)}[name]
-            e = self._entries[name] = self._binder.entry(getattr(E, name), *lead)
+            kernel, lead = {"step_nb": (step_nb, ()), "start_nb": (start_nb, placed + (0,)),
+                            "move_nb": (move_nb, placed), "place_start_nb": (place_start_nb, (0, 0)),
+                            "preempt_nb": (preempt_nb, (0,))}[name]
+            e = self._entries[name] = self._binder.entry(kernel, *lead)
         return e
 
     # ------------------------------------------------------------- counters
@@ -321,7 +321,7 @@ class Simulator(SimulatorDecisions):
         """The waiting jobs in queue order (a view into the queue buffer, valid until the
         simulator moves on): arrival order, suspended jobs at the head."""
         run = self.state.run
-        K.queue_compact_nb(self.kernel_state.run, self.js.qpos)
+        queue_compact_nb(self.kernel_state.run, self.js.qpos)
         h = int(run.ctr[CTR_QHEAD])
         return run.queue[h: h + int(run.ctr[CTR_Q])]
 
@@ -332,7 +332,7 @@ class Simulator(SimulatorDecisions):
     # ------------------------------------------------------------------ time
     def next_event_time(self) -> float:
         """Time of the next event (``inf`` if none)."""
-        return float(E.next_event_nb(self.kP, self.kS))
+        return float(next_event_nb(self.kP, self.kS))
 
     def advance(self) -> bool:
         """Jump to the next event time and process every event there.
@@ -341,16 +341,16 @@ class Simulator(SimulatorDecisions):
         next one lies past the horizon (then time moves to the horizon).
         """
         code, n_d, _n_g = self._kernel("step_nb")(self.kP, self.kS)
-        if code == E.STEP_LOG_FULL:
+        if code == STEP_LOG_FULL:
             self.grow_segments()
             code, n_d, _n_g = self._kernel("step_nb")(self.kP, self.kS)
-        if code == E.STEP_WORK_LEFT:
+        if code == STEP_WORK_LEFT:
             j = int(self.ctr[CTR_ERR])
             raise InvariantError(f"job {j} completes with {self.js.remaining[j]} of "
                                  f"{self.jobs.work[j]} iterations left")
-        if code == E.STEP_TIME_BACK:
+        if code == STEP_TIME_BACK:
             raise InvariantError(f"time went back from {self.now}")
-        if code == E.STEP_NONE:
+        if code == STEP_NONE:
             return False
         self.last_done = self.state.run.out_done[:n_d]
         if self.check_every_event:

@@ -10,19 +10,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from hetgym.decisions import (
-    Decision,
-    Move,
-    Placement,
-    Preempt,
-    SchedulingError,
-    Start,
-    Wait,
+from hetgym.decisions import Decision, Move, Placement, Preempt, SchedulingError, Start, Wait
+from hetgym.sim.codes import (
+    GRACE,
+    QUEUED,
+    RUNNING,
+    START_NO_ROOM,
+    START_WRONG_DEVICE,
+    STEP_LOG_FULL,
+    JobStatus,
 )
-from hetgym.sim import events as E
-from hetgym.sim.codes import GRACE, QUEUED, RUNNING, JobStatus
 from hetgym.sim.rules import below_limit, limit_code
-from hetgym.sim.state import ACC_WAKE, CTR_SEG
+from hetgym.sim.state.layout import ACC_WAKE, CTR_SEG
 
 __all__ = ["SimulatorDecisions"]
 
@@ -51,10 +50,10 @@ class SimulatorDecisions:
                    nodes: np.ndarray, gpus: np.ndarray, n_st: int) -> None:
         """``apply`` of ``Preempt(pre[i])`` for ``i < n_pre``, then ``Start(jobs[k], devs[k],
         Placement(nodes[k, :W], gpus[k, :W]))`` for ``k < n_st`` (``W`` the job's gang size),
-        in one compiled call (:func:`hetgym.sim.batch.apply_plan_nb`: the same kernels, the
+        in one compiled call (:func:`hetgym.sim.events.plan.apply_plan_nb`: the same kernels, the
         same order, the same checks; a refused decision raises the same error as ``apply``).
         Arrays: int64, C-contiguous, ``nodes``/``gpus`` of shape ``(>= n_st, >= W)``."""
-        from hetgym.sim.batch import PLAN_OK, apply_plan_nb
+        from hetgym.sim.events.plan import PLAN_OK, apply_plan_nb
 
         arr = np.ascontiguousarray
         i64 = np.int64
@@ -165,7 +164,7 @@ class SimulatorDecisions:
 
     def _check_device(self, what: str, job: int, dev: int, nodes: np.ndarray) -> None:
         """Raise if a placement whose nodes are all in range is not all on device type ``dev``
-        (:func:`~hetgym.sim.events.start_nb` makes the same test for ``Start``)."""
+        (:func:`~hetgym.sim.events.start.start_nb` makes the same test for ``Start``)."""
         nd = self.nodes
         inside = len(nodes) == 0 or (nodes.min() >= 0 and nodes.max() < len(nd.dev))
         if inside and not (nd.dev[nodes] == dev).all():
@@ -195,7 +194,7 @@ class SimulatorDecisions:
             if jb.tput[job, dev] <= 0:
                 raise SchedulingError(f"Start: job {job} cannot run on {self.devices[dev]} (tput 0)")
             code = self._kernel("place_start_nb")(job, dev, self.kP, self.kS)
-            if code == E.START_NO_ROOM:
+            if code == START_NO_ROOM:
                 raise SchedulingError(
                     f"Start: job {job} ({w} workers, {jb.cpus_need[job, dev]} cores, "
                     f"{jb.mem[job]} GB each) does not fit on free {self.devices[dev]} capacity"
@@ -206,7 +205,7 @@ class SimulatorDecisions:
         w, nodes, gpus = self._placement_arrays("Start", job, device, placement, False)
         want = -1 if device is None else self.device_index(device)
         code = self._kernel("start_nb")(job, w, nodes, gpus, want, self.kP, self.kS)
-        if code == E.START_WRONG_DEVICE:
+        if code == START_WRONG_DEVICE:
             self._check_device("Start", job, want, nodes)
         if code:
             raise SchedulingError(f"Start: placement of job {job} is invalid: {self._REASONS[code]}")
@@ -255,6 +254,6 @@ class SimulatorDecisions:
             raise SchedulingError(
                 f"Preempt: job {job} was already preempted {js.n_preempt[job]} times (limit {limit})"
             )
-        if self._kernel("preempt_nb")(job, self.kP, self.kS) == E.STEP_LOG_FULL:
+        if self._kernel("preempt_nb")(job, self.kP, self.kS) == STEP_LOG_FULL:
             self.grow_segments()
             self._kernel("preempt_nb")(job, self.kP, self.kS)

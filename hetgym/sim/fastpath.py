@@ -27,7 +27,7 @@ Kernels (``@njit``; each says what it reads and writes):
   no Python round trip. Outside compiled code use ``KernelView.apply_plan``.
 
 Helpers: :class:`NodeStateK` (the structref form of
-:class:`~hetgym.sim.state.NodeState`), :func:`struct_of` and :func:`packer` (to give a
+:class:`~hetgym.sim.state.layout.NodeState`), :func:`struct_of` and :func:`packer` (to give a
 fast path's own record of arrays the same structref form), and :func:`entry` (a
 kernel's compiled entry point for given arguments, resolved once and reused).
 
@@ -38,19 +38,19 @@ the kernels.
 from hetgym._lazy import lazy_attributes
 
 _LAZY = {
-    "entry": "hetgym.sim.dispatch",
-    "alloc_nb": "hetgym.sim.kernels",
-    "fits_nb": "hetgym.sim.kernels",
-    "may_fit_arrays_nb": "hetgym.sim.kernels",
-    "node_slots_nb": "hetgym.sim.kernels",
-    "place_nb": "hetgym.sim.kernels",
-    "same_pairs_nb": "hetgym.sim.kernels",
-    "interfered_rate_nb": "hetgym.sim.interference",
-    "PLAN_OK": "hetgym.sim.batch",
-    "apply_plan_nb": "hetgym.sim.batch",
-    "NodeStateK": "hetgym.sim.mirror",
-    "packer": "hetgym.sim.mirror",
-    "struct_of": "hetgym.sim.mirror",
+    "entry": "hetgym._internals.dispatch",
+    "alloc_nb": "hetgym.sim.kernels.place",
+    "fits_nb": "hetgym.sim.kernels.fit",
+    "may_fit_arrays_nb": "hetgym.sim.kernels.fit",
+    "node_slots_nb": "hetgym.sim.kernels.fit",
+    "place_nb": "hetgym.sim.kernels.place",
+    "same_pairs_nb": "hetgym.sim.kernels.place",
+    "interfered_rate_nb": "hetgym.sim.kernels.interference",
+    "PLAN_OK": "hetgym.sim.events.plan",
+    "apply_plan_nb": "hetgym.sim.events.plan",
+    "NodeStateK": "hetgym.sim.state.mirror",
+    "packer": "hetgym.sim.state.mirror",
+    "struct_of": "hetgym.sim.state.mirror",
 }
 
 __all__ = sorted(_LAZY)

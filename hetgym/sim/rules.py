@@ -137,7 +137,7 @@ def duration(amount, w, t, e):
 def best_duration(amount, j, jobs, e):
     """Run time of ``amount`` iterations of job ``j`` (``jobs``: a ``JobArrays``) on its
     fastest device type that can hold its gang (``jobs.holdable``): the least
-    :func:`duration` (the array form is :func:`hetgym.sim.state.best_durations`)."""
+    :func:`duration` (the array form is :func:`hetgym.sim.state.jobs.best_durations`)."""
     best = np.inf
     for c in range(jobs.tput.shape[1]):
         if jobs.holdable[j, c]:

@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from hetgym._internals.dispatch import entry
 from hetgym.decisions import Decision, Placement, Start
-from hetgym.sim import events as E
-from hetgym.sim import kernels as K
-from hetgym.sim.interference import interfered_rate_nb
 from hetgym.sim.codes import GRACE, RUNNING
-from hetgym.sim.dispatch import entry
+from hetgym.sim.events.start import admit_nb
+from hetgym.sim.kernels.fit import fits_nb, total_slots_nb
+from hetgym.sim.kernels.interference import interfered_rate_nb
+from hetgym.sim.kernels.place import alloc_jobs_nb, alloc_nb, place_nb
 from hetgym.sim.rules import EPS, duration_nb, scaled_rate
-from hetgym.sim.state import NodeState
+from hetgym.sim.state.layout import NodeState
 
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.engine import Simulator
@@ -42,7 +43,7 @@ def _copy_state(ns: NodeState) -> NodeState:
 
 
 def _kernel_parts(sim: Simulator) -> tuple:
-    """``(jobs, nodes, js)`` of the simulator's kernel mirror (:mod:`hetgym.sim.mirror`)."""
+    """``(jobs, nodes, js)`` of the simulator's kernel mirror (:mod:`hetgym.sim.state.mirror`)."""
     k = sim.kernel_state
     return k.jobs, k.nodes, k.js
 
@@ -53,7 +54,7 @@ class CapacityModel:
     ``place`` uses the simulator's placement kernel and takes the resources
     from this copy only, so that a scheduler can plan several starts at one
     decision point and pass the placements in :class:`~hetgym.decisions.Start`.
-    ``ns`` is the copy (a :class:`~hetgym.sim.state.NodeState`, with the per-type
+    ``ns`` is the copy (a :class:`~hetgym.sim.state.layout.NodeState`, with the per-type
     summary ``free_dev`` that makes :meth:`fits` O(1) when a type is full).
     """
 
@@ -73,13 +74,13 @@ class CapacityModel:
     def slots(self, job: int, dev: int) -> int:
         """How many workers of ``job`` fit on free ``dev`` capacity."""
         jb = self._sim.jobs
-        return int(K.total_slots_nb(dev, jb.cpus_need[job, dev], jb.mem[job],
+        return int(total_slots_nb(dev, jb.cpus_need[job, dev], jb.mem[job],
                                     self._sim.kernel_state.nodes, self.ns))
 
     def fits(self, job: int, dev: int) -> bool:
         """Whether the whole gang of ``job`` fits on ``dev`` now (and it can run there)."""
         jb = self._sim.jobs
-        return bool(jb.tput[job, dev] > 0 and K.fits_nb(dev, jb.workers[job], jb.cpus_need[job, dev],
+        return bool(jb.tput[job, dev] > 0 and fits_nb(dev, jb.workers[job], jb.cpus_need[job, dev],
                                                         jb.mem[job], self._sim.kernel_state.nodes,
                                                         self.ns))
 
@@ -92,7 +93,7 @@ class CapacityModel:
         w = int(jb.workers[job])
         out_n = np.empty(w, dtype=np.int64)
         out_g = np.empty(w, dtype=np.int64)
-        ok = K.place_nb(dev, w, jb.cpus_need[job, dev], jb.mem[job], self.policy,
+        ok = place_nb(dev, w, jb.cpus_need[job, dev], jb.mem[job], self.policy,
                         sim.kernel_state.nodes, self.ns, self._scr, out_n, out_g)
         if not ok:
             return None
@@ -102,7 +103,7 @@ class CapacityModel:
     def take(self, job: int, nodes: np.ndarray, gpus: np.ndarray) -> None:
         """Take a placement's resources from this copy."""
         jb = self._sim.jobs
-        K.alloc_nb(job, len(nodes), np.asarray(nodes, dtype=np.int64),
+        alloc_nb(job, len(nodes), np.asarray(nodes, dtype=np.int64),
                    np.asarray(gpus, dtype=np.int64), 1, jb.cpus_need[job], jb.mem[job],
                    self._sim.kernel_state.nodes, self.ns)
 
@@ -110,18 +111,18 @@ class CapacityModel:
         """Give back (in this copy) the resources that running ``job`` holds."""
         sim = self._sim
         w = int(sim.js.nworkers[job])
-        K.alloc_nb(job, w, sim.js.worker_node[job, :w], sim.js.worker_gpu[job, :w], -1,
+        alloc_nb(job, w, sim.js.worker_node[job, :w], sim.js.worker_gpu[job, :w], -1,
                    sim.jobs.cpus_need[job], sim.jobs.mem[job], sim.kernel_state.nodes, self.ns)
 
     def give_many(self, jobs: np.ndarray) -> None:
         """:meth:`give` for every running job in ``jobs``, in order (one kernel call)."""
         sim = self._sim
-        K.alloc_jobs_nb(np.ascontiguousarray(jobs, dtype=np.int64), -1, *_kernel_parts(sim), self.ns)
+        alloc_jobs_nb(np.ascontiguousarray(jobs, dtype=np.int64), -1, *_kernel_parts(sim), self.ns)
 
     def take_many(self, jobs: np.ndarray) -> None:
         """Take in this copy what the running ``jobs`` hold now (their current placements)."""
         sim = self._sim
-        K.alloc_jobs_nb(np.ascontiguousarray(jobs, dtype=np.int64), 1, *_kernel_parts(sim), self.ns)
+        alloc_jobs_nb(np.ascontiguousarray(jobs, dtype=np.int64), 1, *_kernel_parts(sim), self.ns)
 
     def copy(self) -> "CapacityModel":
         """An independent copy of this scratch state."""
@@ -144,15 +145,15 @@ class KernelView:
     own checks and kernels. ``View.kernel`` gives the view's one instance.
 
     Attributes (read on each access, so they follow a simulator that rebinds its state):
-        params: :class:`~hetgym.sim.state.Params`, the static arrays (``jobs``, ``nodes``,
+        params: :class:`~hetgym.sim.state.layout.Params`, the static arrays (``jobs``, ``nodes``,
             ``opts``).
-        state: :class:`~hetgym.sim.state.State`, the dynamic arrays (``job``, ``node``,
+        state: :class:`~hetgym.sim.state.layout.State`, the dynamic arrays (``job``, ``node``,
             ``run``).
         jobs, nodes: ``params.jobs`` / ``params.nodes``.
         node_state: ``state.node``, the free capacity now
-            (:class:`~hetgym.sim.state.NodeState`).
+            (:class:`~hetgym.sim.state.layout.NodeState`).
         mirror: The kernels' structref mirror of ``params`` and ``state``
-            (:class:`hetgym.sim.mirror.Mirror`: ``P``, ``S``, ``nodes``, ``ns``, ``run``,
+            (:class:`hetgym.sim.state.mirror.Mirror`: ``P``, ``S``, ``nodes``, ``ns``, ``run``,
             ``jobs``, ``js``), for kernels of :mod:`hetgym.sim.fastpath` that take them.
         P, S: ``mirror.P`` / ``mirror.S``.
         scratch: int64 scratch of the placement kernels (``state.run.scr_i``; written by
@@ -366,10 +367,10 @@ class View:
             # the common case: every argument has the types of the first call (order is an
             # int64 C array, cap.ns copies of the node state), so its entry point is reused
             if self._admit is None:
-                self._admit = entry(E.admit_nb, *args)
+                self._admit = entry(admit_nb, *args)
             k = self._admit(*args)
         else:
-            k = entry(E.admit_nb, *args)(*args)
+            k = entry(admit_nb, *args)(*args)
         out = []
         workers = s.jobs.workers
         for i in range(k):

@@ -27,7 +27,7 @@ import pandas as pd
 from hetgym.decisions import Start
 from hetgym.sim.codes import DONE
 from hetgym.sim.engine import Simulator
-from hetgym.sim.state import node_slots
+from hetgym.sim.state.nodes import node_slots
 from hetgym.specs import Scenario, SimOptions
 from hetgym.workload import Workload
 

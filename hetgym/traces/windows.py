@@ -157,7 +157,7 @@ def all_at_zero(df: pd.DataFrame) -> pd.DataFrame:
 def best_durations(df: pd.DataFrame, cluster: ClusterSpec) -> np.ndarray:
     """Each job's run time on the fastest device type of the cluster (inf if none).
 
-    The job-table form of :func:`hetgym.sim.state.best_durations`, for raw trace tables
+    The job-table form of :func:`hetgym.sim.state.jobs.best_durations`, for raw trace tables
     (loads, burstiness) before jobs are checked against the cluster: it does not look at
     whether the gang fits that type's nodes, since a raw trace holds gangs that fit no
     node type of a small cluster, and those count at their fastest type here (scenario

@@ -9,12 +9,11 @@ import pytest
 
 import baselines
 import hetgym
-from agents import futures as F
-from agents import residual as R
+from agents import futures as F, residual as R
 from agents.envtools import EnvConfig, window_scenario
 from hetgym import scenarios
 from hetgym.sim.engine import Simulator
-from hetgym.sim.state import build_jobs
+from hetgym.sim.state.jobs import build_jobs
 
 FCFG = EnvConfig(n_jobs=None, window=8, preemption=True, run_window=4, time_scale=3600.0)
 TE = R.ResidualConfig(base="fitgpp", metric="te_p95_slowdown")  # no constraint: the window's bound plays no part

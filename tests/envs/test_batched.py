@@ -86,7 +86,7 @@ def test_make_vec_gives_the_batched_env() -> None:
 @pytest.mark.parametrize("mode", ["next_step", "same_step"])
 @pytest.mark.parametrize("parallel", [None, False, True])
 def test_batched_equals_single_envs(mode: str, parallel: bool | None) -> None:
-    # None: the kernel is chosen as it runs (both are used: hetgym.envs.autopar)
+    # None: the kernel is chosen as it runs (both are used: hetgym.autopar)
     ended, _ = _compare(4, 120, mode, seed=3, parallel=parallel, **SMALL)
     assert ended >= 4  # episodes end and autoreset is exercised
 

@@ -12,7 +12,7 @@ import pytest
 
 import hetgym
 from hetgym import ClusterSpec, NodeSpec, Scenario, SimOptions, Workload
-from hetgym.sim.state import best_durations
+from hetgym.sim.state.jobs import best_durations
 
 TOY_OPT = 17.0 / 3600.0  # AlloX's 3-job example: optimal total JCT 17 s
 

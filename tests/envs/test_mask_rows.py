@@ -51,7 +51,7 @@ def test_mask_fill_writes_out_the_gang_rule(kwargs):
     """``mask_fill_nb`` writes ``fits_arrays_nb``'s rule out on scalars (reference counts):
     on the node states of a random masked run, for every job and device type, its answer
     is ``tput > 0`` and ``fits_nb``'s, so the two copies of the rule cannot drift apart."""
-    from hetgym.sim.kernels import fits_nb, mask_fill_nb
+    from hetgym.sim.kernels.fit import fits_nb, mask_fill_nb
 
     env = gym.make("HetCluster-v0", **kwargs).unwrapped
     rng = np.random.default_rng(0)

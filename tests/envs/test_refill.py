@@ -1,5 +1,5 @@
 """The batched env's compiled episode reset (hetgym.envs.refill), its lazily computed
-``episode_metrics`` (hetgym.envs.lazy_metrics) and its kernel choice (hetgym.envs.autopar)."""
+``episode_metrics`` (hetgym.envs.lazy_metrics) and its kernel choice (hetgym.autopar)."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import hetgym  # noqa: F401  (registers the env)
-from hetgym.envs.autopar import KernelChooser
+from hetgym.autopar import KernelChooser
 from hetgym.envs.batched import HetClusterVecEnv
 from hetgym.envs.refill import Refiller
 from hetgym.metrics import summarize
 from hetgym.sim.engine import Simulator
-from hetgym.sim.state import best_durations
+from hetgym.sim.state.jobs import best_durations
 
 # scratch arrays of new_state (zero-filled, so that reset_window refills deterministically): content means nothing
 SCRATCH = {"running", "out_done", "out_grace", "out_node", "out_gpu", "qtmp"}

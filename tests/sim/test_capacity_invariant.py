@@ -11,7 +11,7 @@ import pytest
 import baselines
 import hetgym
 from hetgym.sim.engine import InvariantError
-from hetgym.sim.state_jobs import _CACHE
+from hetgym.sim.state.jobs import _CACHE
 from hetgym.specs import NodeSpec, SimOptions
 from tests.sim.test_mechanisms import make
 

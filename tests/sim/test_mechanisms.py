@@ -594,7 +594,7 @@ def test_start_device_must_match_explicit_placement() -> None:
 
 
 def test_unreached_horizon_changes_nothing() -> None:
-    """BUG (hetgym/sim/events.py ``step_nb``, lines ~117-119): when no event is left
+    """BUG (hetgym/sim/events/step.py ``step_nb``): when no event is left
     (``t == inf``) and the horizon is finite, time still jumps to the horizon, so a run
     that finished at 100 s with ``horizon=150`` integrates 50 s more idle power and
     reports ``util_v100 = 0.667`` (makespan 100, 100 busy GPU-seconds): the metrics

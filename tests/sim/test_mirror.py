@@ -1,4 +1,4 @@
-"""The kernels' structref mirror of the state (hetgym/sim/mirror.py) shares its arrays."""
+"""The kernels' structref mirror of the state (hetgym/sim/state/mirror.py) shares its arrays."""
 
 import numpy as np
 import pandas as pd
@@ -7,18 +7,18 @@ import baselines
 import hetgym
 from hetgym import scenarios
 from hetgym.sim import engine
-from hetgym.sim import events as E
 from hetgym.sim.engine import Simulator
-from hetgym.sim.mirror import Mirror
+from hetgym.sim.events.step import next_event_nb, step_nb
+from hetgym.sim.state.mirror import Mirror
 
 
 def test_mirror_reads_and_writes_the_named_tuples_arrays():
     sim = Simulator(scenarios.get("toy-3jobs"))
     assert isinstance(sim.kernel_state, Mirror)
     first = float(sim.jobs.arrival[0])
-    assert E.next_event_nb(sim.kP, sim.kS) == first
+    assert next_event_nb(sim.kP, sim.kS) == first
     sim.params.jobs.arrival[0] = first - 0.5  # written from Python, read by a kernel
-    assert E.next_event_nb(sim.kP, sim.kS) == first - 0.5
+    assert next_event_nb(sim.kP, sim.kS) == first - 0.5
     sim.params.jobs.arrival[0] = first
     assert sim.advance()  # written by a kernel, read from Python
     assert sim.now == first and sim.n_queue >= 1
@@ -102,10 +102,10 @@ def _has_plain_signature(dispatcher) -> bool:
 
 def test_runs_without_interference_compile_no_interference_kernel():
     """A run with interference off gets a ``PlainParamsK`` (the kernels compiled for it
-    leave the interference chain out, hetgym/sim/interference.py); a run with it on gets
+    leave the interference chain out, hetgym/sim/kernels/interference.py); a run with it on gets
     a ``ParamsK``, and both give the engine's rates."""
-    from hetgym.sim import interference as I
-    from hetgym.sim.mirror import ParamsK, PlainParamsK
+    from hetgym.sim.kernels import interference as I
+    from hetgym.sim.state.mirror import ParamsK, PlainParamsK
 
     sc = scenarios.get("hetero-small")
     assert sc.options.interference_coeff == 0 and not sc.options.interference_table
@@ -153,7 +153,7 @@ def test_mirror_owns_its_arrays_and_outlives_its_simulator():
     from numba.core.runtime import _nrt_python, rtsys
     from numba.typed import List
 
-    from hetgym.sim.mirror import mirror
+    from hetgym.sim.state.mirror import mirror
 
     mirror(*_toy_state())  # Numba's runtime started (it resets the counters when it starts)
     stats_on = _nrt_python.memsys_stats_enabled()
@@ -169,11 +169,11 @@ def test_mirror_owns_its_arrays_and_outlives_its_simulator():
     del sim, m
     gc.collect()
     first = float(arrival[0])
-    assert E.next_event_nb(held[0][0], held[1][0]) == first
+    assert next_event_nb(held[0][0], held[1][0]) == first
     arrival[0] = first - 1.0  # written from Python, read by a kernel through the list
-    assert E.next_event_nb(held[0][0], held[1][0]) == first - 1.0
+    assert next_event_nb(held[0][0], held[1][0]) == first - 1.0
     arrival[0] = first
-    code, _, _ = E.step_nb(held[0][0], held[1][0])
+    code, _, _ = step_nb(held[0][0], held[1][0])
     assert code >= 0 and ctr[engine.CTR_ARR] >= 1  # the kernel wrote the state's own array
     del held
     gc.collect()

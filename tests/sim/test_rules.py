@@ -15,7 +15,7 @@ import pytest
 
 from hetgym.sim import rules
 from hetgym.sim.codes import DONE, FUTURE, GRACE, QUEUED, RUNNING
-from hetgym.sim.state import best_durations
+from hetgym.sim.state.jobs import best_durations
 
 ROOT = Path(__file__).resolve().parents[2]
 FOLDERS = ("hetgym", "baselines", "agents")

@@ -1,4 +1,4 @@
-"""Trace and lab scenario presets (hetgym.traces.presets) and the default job window."""
+"""Trace and lab scenario presets (hetgym.presets.traces) and the default job window."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 import hetgym
 from hetgym import scenarios
-from hetgym.traces import presets
+from hetgym.presets import traces as presets
 from hetgym.traces.defaults import max_node_gang, philly_window
 from hetgym.traces.windows import offered_load
 

@@ -5,8 +5,18 @@ import pytest
 from hetgym.specs import ClusterSpec, NodeSpec
 from hetgym.traces import load_philly_derived
 from hetgym.traces.windows import (
-    all_at_zero, best_durations, busiest_window, episodes, hour_window, offered_load, rebase,
-    sample_jobs, scale_to_load, split_by_count, split_by_time, time_window,
+    all_at_zero,
+    best_durations,
+    busiest_window,
+    episodes,
+    hour_window,
+    offered_load,
+    rebase,
+    sample_jobs,
+    scale_to_load,
+    split_by_count,
+    split_by_time,
+    time_window,
 )
 
 
@@ -85,7 +95,7 @@ def test_table_best_durations_agree_with_the_simulators_on_scenarios(name, kw):
     gang) give the same durations on the jobs of registered scenarios."""
     import hetgym
     from hetgym.sim.engine import Simulator
-    from hetgym.sim.state import best_durations as sim_best
+    from hetgym.sim.state.jobs import best_durations as sim_best
 
     sc = hetgym.scenarios.get(name, **kw)
     np.testing.assert_allclose(best_durations(sc.workload.frame, sc.cluster),

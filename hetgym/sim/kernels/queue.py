@@ -1,12 +1,11 @@
 """Numba kernels of the job queue, a buffer with tombstones (:mod:`hetgym.sim.state`
-describes it; the rules of :mod:`hetgym.sim.kernels` apply; every name is also
-importable from there)."""
+describes it; the rules of :mod:`hetgym.sim.kernels` apply)."""
 
 from __future__ import annotations
 
 from numba import njit
 
-from hetgym.sim.state import CTR_Q, CTR_QHEAD, CTR_QTAIL
+from hetgym.sim.state.layout import CTR_Q, CTR_QHEAD, CTR_QTAIL
 
 
 @njit(cache=True, no_cfunc_wrapper=True)

@@ -5,7 +5,7 @@ gets its preemptions and starts as arrays. Applying them one by one through
 :meth:`~hetgym.sim.engine.Simulator.apply` costs a Python round trip per decision
 (building ``Preempt``/``Start`` objects, checking them, one kernel call each: about
 4 us); :func:`apply_plan_nb` applies the same plan with the same kernels
-(:func:`~hetgym.sim.events.preempt_nb`, :func:`~hetgym.sim.events.start_nb`) in the
+(:func:`~hetgym.sim.events.release.preempt_nb`, :func:`~hetgym.sim.events.start.start_nb`) in the
 same order (every preemption, then every start), so the run is bit for bit the same.
 :meth:`~hetgym.sim.engine.Simulator.apply_plan` is its Python side.
 
@@ -23,9 +23,11 @@ from __future__ import annotations
 
 from numba import njit
 
-from hetgym.sim.events import START_OK, STEP_LOG_FULL, preempt_nb, start_nb
+from hetgym.sim.codes import START_OK, STEP_LOG_FULL
+from hetgym.sim.events.release import preempt_nb
+from hetgym.sim.events.start import start_nb
 from hetgym.sim.rules import may_preempt_nb
-from hetgym.sim.state import CTR_SEG
+from hetgym.sim.state.layout import CTR_SEG
 
 __all__ = ["PLAN_OK", "PLAN_REFUSED", "apply_plan_nb"]
 

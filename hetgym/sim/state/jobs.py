@@ -1,14 +1,14 @@
-"""Per-job arrays (:class:`~hetgym.sim.state.JobArrays`) of a workload, episode windows of
-them, the interference table, and the one best-duration rule (re-exported by
-:mod:`hetgym.sim.state`)."""
+"""Per-job arrays (:class:`~hetgym.sim.state.layout.JobArrays`) of a workload, episode windows of
+them, the interference table, and the one best-duration rule
+(:mod:`hetgym.sim.state` describes the whole)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from hetgym.sim.rules import scaled_rate
-from hetgym.sim.state_nodes import build_nodes, gang_fits
-from hetgym.sim.state_types import JobArrays
+from hetgym.sim.state.layout import JobArrays
+from hetgym.sim.state.nodes import build_nodes, gang_fits
 from hetgym.specs import Scenario
 
 

@@ -1,5 +1,5 @@
 """Numba kernels: how many workers fit where, and the start mask built on it (the rules of
-:mod:`hetgym.sim.kernels` apply; every name is also importable from there)."""
+:mod:`hetgym.sim.kernels` apply)."""
 
 from __future__ import annotations
 

@@ -1,13 +1,12 @@
 """Numba kernels: placing a gang (the placement policies), checking a given placement,
-and taking or giving back its resources (the rules of :mod:`hetgym.sim.kernels` apply;
-every name is also importable from there)."""
+and taking or giving back its resources (the rules of :mod:`hetgym.sim.kernels` apply)."""
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
 
-from hetgym.sim.kernels_fit import may_fit_nb, slots_free_nb
+from hetgym.sim.kernels.fit import may_fit_nb, slots_free_nb
 from hetgym.sim.rules import EPS, covers_nb
 
 #: Scratch rows of ``run.scr_i``.

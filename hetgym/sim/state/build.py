@@ -1,6 +1,6 @@
-"""A run's static :class:`~hetgym.sim.state.Params` and its initial
-:class:`~hetgym.sim.state.State`, and :func:`refill` to reuse the arrays of one for
-another window (re-exported by :mod:`hetgym.sim.state`)."""
+"""A run's static :class:`~hetgym.sim.state.layout.Params` and its initial
+:class:`~hetgym.sim.state.layout.State`, and :func:`refill` to reuse the arrays of one for
+another window (:mod:`hetgym.sim.state` describes the whole)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import numpy as np
 
 from hetgym.sim.codes import PlacementPolicy
 from hetgym.sim.rules import limit_code
-from hetgym.sim.state_jobs import interference_matrix
-from hetgym.sim.state_nodes import build_nodes
-from hetgym.sim.state_types import (
+from hetgym.sim.state.jobs import interference_matrix
+from hetgym.sim.state.layout import (
     ACC_ROUND,
     ACC_WAKE,
     CTR_QHEAD,
@@ -26,6 +25,7 @@ from hetgym.sim.state_types import (
     RunState,
     State,
 )
+from hetgym.sim.state.nodes import build_nodes
 from hetgym.specs import Scenario
 
 

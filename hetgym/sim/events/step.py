@@ -1,37 +1,5 @@
-"""Fused Numba paths of the simulator over the typed state: one call per event instant, per start.
-
-Every kernel takes ``P`` (:class:`~hetgym.sim.state.Params`) and ``S``
-(:class:`~hetgym.sim.state.State`) whole, as the simulator passes them: their
-structref mirrors (:mod:`hetgym.sim.mirror`; the NamedTuples work too, at a cost in
-reference counting and compile time). ``step_nb`` processes every event of
-the next instant (completions, grace ends, arrivals, round boundary) and is the
-one step function that both :func:`hetgym.simulate` and ``HetCluster-v0`` drive;
-``start_nb`` / ``place_start_nb`` validate and start a job; ``move_nb``
-re-allocates a running job in one instant; ``release_nb`` gives a job's resources back; ``admit_nb`` is the greedy admission of FIFO-like
-baselines. They compose the small kernels of :mod:`hetgym.sim.kernels` and
-follow the same rules (pure, no RNG or I/O).
-
-Flags are never passed to a compiled callee as constants: Numba types a constant
-argument as a literal and compiles the callee again for it (several seconds for a
-kernel over the whole state), so call sites pass run-time values instead. A
-mechanism a run does not use is left out of its compiled kernels by type, chosen
-in Python: a run without interference passes a
-:data:`~hetgym.sim.mirror.PlainParamsK`, for which :func:`refresh_rates` and the
-interfered rate resolve to nothing and to the plain rate at compile time
-(:mod:`hetgym.sim.interference`).
-
-Compile time after install grows with every inlined copy of a helper (Numba types and
-lowers it again at each site, and LLVM optimises each copy): the resource and power
-books (:func:`~hetgym.sim.kernels.alloc_call_nb`, :func:`power_busy_nb`), which start,
-release and move all take, are kernels of their own, compiled once and linked into
-each. Helpers with one site per kernel stay inlined: as kernels of their own they
-measured more compile work, not less (instruction counts of a cold run).
-
-The paths are in :mod:`hetgym.sim.events_release` (release, checkpoint loss, suspend,
-preempt, the power books), :mod:`hetgym.sim.events_start` (start, move, placed start,
-admission) and, here, the event step; their return codes are in
-:mod:`hetgym.sim.codes`. Every name is importable from here.
-"""
+"""Fused Numba path: the event step, one call per event instant (the rules of
+:mod:`hetgym.sim.events` apply)."""
 
 from __future__ import annotations
 
@@ -42,35 +10,15 @@ from hetgym.sim.codes import (
     DONE,
     GRACE,
     QUEUED,
-    START_NO_ROOM,
-    START_NOT_QUEUED,
-    START_NOT_RUNNING,
-    START_OK,
-    START_TPUT_ZERO,
-    START_WRONG_DEVICE,
     STEP_LOG_FULL,
     STEP_MOVED,
     STEP_NONE,
     STEP_TIME_BACK,
     STEP_WORK_LEFT,
 )
-from hetgym.sim.events_release import (
-    checkpoint_loss_nb,
-    power_busy_nb,
-    preempt_nb,
-    release_nb,
-    suspend_nb,
-)
-from hetgym.sim.events_start import (
-    admit_nb,
-    copies_nb,
-    move_nb,
-    no_room_nb,
-    place_start_nb,
-    start_nb,
-)
-from hetgym.sim.kernels import queue_push_nb
-from hetgym.sim.state import (
+from hetgym.sim.events.release import release_nb, suspend_nb
+from hetgym.sim.kernels.queue import queue_push_nb
+from hetgym.sim.state.layout import (
     ACC_ENERGY,
     ACC_NOW,
     ACC_POWER,
@@ -85,33 +33,7 @@ from hetgym.sim.state import (
     CTR_SEG,
 )
 
-__all__ = [
-    "START_NOT_QUEUED",
-    "START_NOT_RUNNING",
-    "START_NO_ROOM",
-    "START_OK",
-    "START_TPUT_ZERO",
-    "START_WRONG_DEVICE",
-    "STEP_LOG_FULL",
-    "STEP_MOVED",
-    "STEP_NONE",
-    "STEP_TIME_BACK",
-    "STEP_WORK_LEFT",
-    "admit_nb",
-    "checkpoint_loss_nb",
-    "copies_nb",
-    "fork_sync_nb",
-    "move_nb",
-    "next_event_nb",
-    "no_room_nb",
-    "place_start_nb",
-    "power_busy_nb",
-    "preempt_nb",
-    "release_nb",
-    "start_nb",
-    "step_nb",
-    "suspend_nb",
-]
+__all__ = ["fork_sync_nb", "next_event_nb", "step_nb"]
 
 
 @njit(cache=True, no_cfunc_wrapper=True)

@@ -30,9 +30,9 @@ from numba.experimental import structref
 from numba.experimental.jitclass.base import imp_dtor
 from numba.extending import intrinsic
 
+from hetgym._internals.numba_start import load_registries
 from hetgym.compile_log import install_notice
-from hetgym.sim.numba_start import load_registries
-from hetgym.sim.state import (
+from hetgym.sim.state.layout import (
     JobArrays,
     JobState,
     NodeArrays,
@@ -184,7 +184,7 @@ OptionsK = struct_of(Options, lend=True)
 ParamsK = struct_of(Params, lend=True)
 #: The same fields as :data:`ParamsK` under another Numba type, for runs without
 #: interference (``opts.interf_mode == 0``): the kernels compiled for it leave the
-#: interference chain out (see :mod:`hetgym.sim.interference`); chosen by :func:`mirror`.
+#: interference chain out (see :mod:`hetgym.sim.kernels.interference`); chosen by :func:`mirror`.
 PlainParamsK = struct_of(Params, name="PlainParamsK", lend=True)
 JobStateK = struct_of(JobState, lend=True)
 NodeStateK = struct_of(NodeState, lend=True)

@@ -18,10 +18,10 @@ running job with a GPU on a touched node gets its rate recomputed and its projec
 finish moved to ``max(now, resume_at) + remaining / rate``.
 
 Runs without interference leave all of this out of their compiled code: their kernels
-take a :data:`~hetgym.sim.mirror.PlainParamsK` (chosen in Python by
-:func:`~hetgym.sim.mirror.mirror`), and the event kernels call :func:`interfered_rate`
+take a :data:`~hetgym.sim.state.mirror.PlainParamsK` (chosen in Python by
+:func:`~hetgym.sim.state.mirror.mirror`), and the event kernels call :func:`interfered_rate`
 and :func:`refresh_rates`, which resolve at compile time, by that type, to
-:func:`~hetgym.sim.kernels.job_rate_nb` and to nothing (what the full kernels compute
+:func:`~hetgym.sim.kernels.rate.job_rate_nb` and to nothing (what the full kernels compute
 when ``interf_mode == 0``). Compiling the interference chain into every event kernel
 cost about 1.5 s after install.
 """
@@ -32,9 +32,9 @@ import numpy as np
 from numba import njit
 from numba.extending import overload
 
-from hetgym.sim.kernels import job_rate_nb
-from hetgym.sim.mirror import is_plain
-from hetgym.sim.state import ACC_NOW
+from hetgym.sim.kernels.rate import job_rate_nb
+from hetgym.sim.state.layout import ACC_NOW
+from hetgym.sim.state.mirror import is_plain
 
 
 @njit(cache=True, inline="always")
@@ -107,7 +107,7 @@ def _interfered_rate_ol(job, w, wnodes, wgpus, P, ns):
 @njit(cache=True, no_cfunc_wrapper=True)
 def interfered_rate_nb(job, w, wnodes, wgpus, P, ns):
     """The engine's rate of ``job`` on a placement of ``w`` workers:
-    :func:`~hetgym.sim.kernels.job_rate_nb` times :func:`interference_factor_nb`
+    :func:`~hetgym.sim.kernels.rate.job_rate_nb` times :func:`interference_factor_nb`
     (exactly ``job_rate_nb`` when interference is off)."""
     return interfered_rate(job, w, wnodes, wgpus, P, ns)
 
@@ -156,7 +156,7 @@ def refresh_rates_nb(w, wnodes, P, S):
 
 def refresh_rates(w, wnodes, P, S):
     """Compiled code only: :func:`refresh_rates_nb`, or nothing for a run without
-    interference (``P`` a :data:`~hetgym.sim.mirror.PlainParamsK`)."""
+    interference (``P`` a :data:`~hetgym.sim.state.mirror.PlainParamsK`)."""
     raise NotImplementedError("refresh_rates is for compiled code; call refresh_rates_nb")
 
 

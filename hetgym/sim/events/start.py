@@ -1,6 +1,6 @@
 """Fused Numba paths: starting a job on a given or a policy-chosen placement, moving a
 running job, and the greedy admission of FIFO-like baselines (the rules of
-:mod:`hetgym.sim.events` apply; every name is also importable from there)."""
+:mod:`hetgym.sim.events` apply)."""
 
 from __future__ import annotations
 
@@ -11,25 +11,25 @@ from hetgym.sim.codes import (
     GRACE,
     QUEUED,
     RUNNING,
-    START_NO_ROOM,
     START_NOT_QUEUED,
     START_NOT_RUNNING,
+    START_NO_ROOM,
     START_OK,
     START_TPUT_ZERO,
     START_WRONG_DEVICE,
 )
-from hetgym.sim.events_release import checkpoint_loss_nb, power_busy_nb, release_nb
-from hetgym.sim.interference import copies_rate_nb, refresh_rates
-from hetgym.sim.kernels import (
+from hetgym.sim.events.release import checkpoint_loss_nb, power_busy_nb, release_nb
+from hetgym.sim.kernels.interference import copies_rate_nb, refresh_rates
+from hetgym.sim.kernels.place import (
     alloc_call_nb,
     alloc_nb,
     check_placement_nb,
     place_nb,
-    queue_remove_nb,
     same_pairs_nb,
 )
+from hetgym.sim.kernels.queue import queue_remove_nb
 from hetgym.sim.rules import covers_nb
-from hetgym.sim.state import ACC_NOW, CTR_RUN
+from hetgym.sim.state.layout import ACC_NOW, CTR_RUN
 
 
 @njit(cache=True, inline="always")
@@ -100,7 +100,7 @@ def start_nb(job, w, wnodes, wgpus, want, P, S):
     nodes. With >= 2 copies the job makes no progress for ``fork_sync`` seconds (or the
     restart delay if larger).
 
-    Returns ``START_OK``, a code 1-6 of :func:`~hetgym.sim.kernels.check_placement_nb`,
+    Returns ``START_OK``, a code 1-6 of :func:`~hetgym.sim.kernels.place.check_placement_nb`,
     ``START_NOT_QUEUED``, ``START_TPUT_ZERO`` (a worker on a device type where
     the job's throughput is 0) or ``START_WRONG_DEVICE`` (every node in range, but not
     all of type ``want``; tested first).

@@ -1,12 +1,13 @@
-"""Per-node arrays (:class:`~hetgym.sim.state.NodeArrays`) of a cluster, and the one
-gang-fit rule (:func:`gang_fits`) on them (re-exported by :mod:`hetgym.sim.state`)."""
+"""Per-node arrays (:class:`~hetgym.sim.state.layout.NodeArrays`) of a cluster, and the one
+gang-fit rule (:func:`gang_fits`) on them
+(:mod:`hetgym.sim.state` describes the whole)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from hetgym.sim.rules import slots
-from hetgym.sim.state_types import NodeArrays
+from hetgym.sim.state.layout import NodeArrays
 from hetgym.specs import ClusterSpec, Scenario
 
 

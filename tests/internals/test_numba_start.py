@@ -1,4 +1,4 @@
-"""Numba's first use without scipy.linalg (hetgym/sim/numba_start.py)."""
+"""Numba's first use without scipy.linalg (hetgym/_internals/numba_start.py)."""
 
 import json
 import os

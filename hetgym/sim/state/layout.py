@@ -1,6 +1,5 @@
 """The layout of the simulator's state: the typed NamedTuples and the named indices of
-its counter and accumulator arrays (re-exported by :mod:`hetgym.sim.state`, which
-describes the whole)."""
+its counter and accumulator arrays (:mod:`hetgym.sim.state` describes the whole)."""
 
 from __future__ import annotations
 

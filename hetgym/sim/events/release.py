@@ -1,6 +1,6 @@
 """Fused Numba paths: giving a job's resources back (release, checkpoint loss, suspend,
 preempt) and the power books that starts and releases share (the rules of
-:mod:`hetgym.sim.events` apply; every name is also importable from there)."""
+:mod:`hetgym.sim.events` apply)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import numpy as np
 from numba import njit
 
 from hetgym.sim.codes import GRACE, QUEUED, START_OK, STEP_LOG_FULL
-from hetgym.sim.interference import refresh_rates
-from hetgym.sim.kernels import alloc_call_nb, queue_push_front_nb
+from hetgym.sim.kernels.interference import refresh_rates
+from hetgym.sim.kernels.place import alloc_call_nb
+from hetgym.sim.kernels.queue import queue_push_front_nb
 from hetgym.sim.rules import kept_work_nb
-from hetgym.sim.state import ACC_NOW, ACC_POWER, CTR_RUN, CTR_SEG
+from hetgym.sim.state.layout import ACC_NOW, ACC_POWER, CTR_RUN, CTR_SEG
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
@@ -23,7 +24,7 @@ def power_busy_nb(w, wnodes, wgpus, sign, cpus_row, nodes, run):
     node's ``switch_w`` (its idle power under ``idle_power="busy_nodes"``) on with its
     first worker and off with its last.
 
-    A kernel of its own, not inlined (like :func:`~hetgym.sim.kernels.alloc_call_nb`):
+    A kernel of its own, not inlined (like :func:`~hetgym.sim.kernels.place.alloc_call_nb`):
     start, release and move share one compiled copy; ``sign`` is passed as a run-time
     int64 (``np.int64(1)``), never as a literal, which would compile it again."""
     acc, busy = run.acc, run.busy
