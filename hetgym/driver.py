@@ -1,7 +1,7 @@
 """The decision-point driver: when a scheduler is asked to decide, stated once.
 
 :func:`hetgym.simulate`, the decision envs (:mod:`hetgym.envs.decision_base`), the agents'
-rollouts (:func:`agents.rollout.finish_sim`) and the test suite's reference simulator
+rollouts (:func:`agents.imitation.rollout.finish_sim`) and the test suite's reference simulator
 all step their simulator with :class:`DecisionPoints` and, where a scheduler decides,
 :func:`drive`. The rules, for a scheduler's :class:`~hetgym.decisions.Cadence`:
 

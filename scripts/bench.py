@@ -162,8 +162,8 @@ def bench_train(n_envs: int, timesteps: int, seed: int = 0, vec_env: str = "batc
     :data:`TRAIN_SETTINGS` ``setting`` (n_steps per env = rollout / n_envs, at least 16)."""
     import torch
 
-    from agents.envtools import EnvConfig
-    from agents.sb3 import AgentConfig, make_vec_env
+    from agents.common.envtools import EnvConfig
+    from agents.sb3.agent import AgentConfig, make_vec_env
     from hetgym import scenarios
 
     cfg = TRAIN_SETTINGS[setting]

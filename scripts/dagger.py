@@ -1,8 +1,8 @@
-"""DAgger with a rollout teacher (``agents.dagger``), from a config in ``conf/experiment/``.
+"""DAgger with a rollout teacher (``agents.imitation.dagger``), from a config in ``conf/experiment/``.
 
-The config (``dagger_*.yaml``) names the family (its split, :mod:`agents.heldout`), the
+The config (``dagger_*.yaml``) names the family (its split, :mod:`agents.evaluation.heldout`), the
 model to start from (a shipped model name or a ``.zip``), and the
-:class:`agents.dagger.DaggerConfig` settings; ``key=value`` arguments override them::
+:class:`agents.imitation.dagger.DaggerConfig` settings; ``key=value`` arguments override them::
 
     NUMBA_NUM_THREADS=1 OMP_NUM_THREADS=1 nice -n 10 python scripts/dagger.py \
         conf/experiment/dagger_hetero_small.yaml out_dir=outputs/dagger/hetero_small
@@ -10,7 +10,7 @@ model to start from (a shipped model name or a ``.zip``), and the
         dagger.episodes=2 out_dir=/tmp/dagger_smoke        # a quick check
 
 The run folder gets ``best_model.zip`` (best on the validation windows), ``final_model.zip``,
-``agent.json``, ``eval.csv`` and ``dagger.json``; ``agents.pretrained.ship`` copies a model
+``agent.json``, ``eval.csv`` and ``dagger.json``; ``agents.pretrained.registry.ship`` copies a model
 into the package.
 """
 
@@ -39,14 +39,14 @@ def experiment_config(args: list[str], doc: str | None) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Load the config, run :func:`agents.dagger.dagger`, print the summary."""
+    """Load the config, run :func:`agents.imitation.dagger.dagger`, print the summary."""
     from omegaconf import OmegaConf
 
-    from agents.adapter import load_model
-    from agents.dagger import DaggerConfig, dagger
-    from agents.envtools import EnvConfig
-    from agents.heldout import FAMILY_METRIC, split
-    from agents.pretrained import card, model_path
+    from agents.common.adapter import load_model
+    from agents.imitation.dagger import DaggerConfig, dagger
+    from agents.common.envtools import EnvConfig
+    from agents.evaluation.heldout import FAMILY_METRIC, split
+    from agents.pretrained.registry import card, model_path
 
     args = list(sys.argv[1:] if argv is None else argv)
     cfg = experiment_config(args, __doc__)
@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     init = str(cfg.init)
     if init.endswith(".zip"):
-        from agents.adapter import load_meta
+        from agents.common.adapter import load_meta
 
         meta = load_meta(init)
         path, algo, env = init, meta["algo"], meta["env"]

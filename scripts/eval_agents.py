@@ -1,6 +1,6 @@
 """Held-out evaluation of the shipped models (docs/agents.md, "Pretrained models").
 
-Two steps, both on the splits of :mod:`agents.heldout` (train / validation / test parts
+Two steps, both on the splits of :mod:`agents.evaluation.heldout` (train / validation / test parts
 of one workload per family, sharing no jobs):
 
 ``--pick``: every registered baseline on windows of the *training* part, to find the
@@ -38,7 +38,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from agents.heldout import FAMILY_METRIC, part_windows, split
+from agents.evaluation.heldout import FAMILY_METRIC, part_windows, split
 
 #: Best registered baseline per family on its training windows (``--pick``; docs/agents.md).
 BEST = {"hetero-small": "allox", "google-hybrid": "allox", "fitgpp-lab": "fitgpp",
@@ -113,11 +113,11 @@ def model_label(c: dict[str, Any]) -> str:
 def evaluate(out: Path, update_cards: bool = False, models: Sequence[str] | None = None) -> str:
     """The held-out table (markdown); writes ``heldout.md``, ``heldout_runs.csv``.
 
-    Every shipped model, of either kind (:data:`agents.pretrained.MODEL_SUFFIX`), runs
-    through :func:`agents.pretrained.load_pretrained`; ``models`` keeps the rows of those
+    Every shipped model, of either kind (:data:`agents.pretrained.registry.MODEL_SUFFIX`), runs
+    through :func:`agents.pretrained.registry.load_pretrained`; ``models`` keeps the rows of those
     models only (default: all)."""
-    from agents.evaluation import evaluate_on_windows
-    from agents.pretrained import (
+    from agents.evaluation.windows import evaluate_on_windows
+    from agents.pretrained.registry import (
         PRETRAINED_DIR,
         card,
         load_pretrained,

@@ -1,9 +1,9 @@
 """How good are the rollout teacher's labels without the real future? (``fitgpp-lab``, docs/agents.md)
 
 Along FitGpp's own run of the family's validation windows, every candidate deviation of
-every decision point is valued three ways (:class:`agents.residual.RolloutChooser`): with the
+every decision point is valued three ways (:class:`agents.residual.teacher.RolloutChooser`): with the
 window's real future (clairvoyant), with no future (myopic), and with K sampled futures
-(:mod:`agents.futures`; the first k of the K give K = k, the same seeds). ``analyse`` compares
+(:mod:`agents.residual.futures`; the first k of the K give K = k, the same seeds). ``analyse`` compares
 the myopic and sampled labels with the clairvoyant ones::
 
     NUMBA_NUM_THREADS=1 nice -n 10 python scripts/futures_probe.py run probe.json   # ~30 s CPU / window
@@ -37,9 +37,9 @@ def probe_window(i: int, k: int = 8) -> dict:
     """The labels of every decision point of FitGpp's run of validation window ``i``."""
     import hetgym
     from agents import residual as R
-    from agents.envtools import EnvConfig
-    from agents.heldout import split
-    from agents.pretrained import card
+    from agents.common.envtools import EnvConfig
+    from agents.evaluation.heldout import split
+    from agents.pretrained.registry import card
 
     class Probe(R.RolloutChooser):
         def __init__(self) -> None:
@@ -120,7 +120,7 @@ def main() -> None:
     if a.what == "analyse":
         print("\n".join(analyse(json.loads(a.path.read_text()))))
         return
-    from agents import futures as F
+    from agents.residual import futures as F
 
     F.family_source(FAMILY, 64)  # built once, before the workers fork
     args = [(i, a.futures) for i in range(a.windows)]

@@ -1,10 +1,10 @@
 """A gated residual policy over a baseline (``agents.residual``), from a config in ``conf/experiment/``.
 
 The base is ``residual.base`` (AlloX for ``hetero-small``, FitGpp for ``fitgpp-lab``); the
-value the teacher minimises is the family's metric (``agents.heldout.FAMILY_METRIC``), plus,
+value the teacher minimises is the family's metric (``agents.evaluation.heldout.FAMILY_METRIC``), plus,
 when ``residual.penalty`` > 0 and the family has a constraint, ``penalty`` times the
 constraint's excess over its value in the base's own run of the window
-(``agents.residual.ResidualConfig.value``).
+(``agents.residual.deviations.ResidualConfig.value``).
 
 Stages (each writes into ``out_dir``):
 
@@ -26,7 +26,7 @@ Stages (each writes into ``out_dir``):
 4. **tau**: the residual policy for each ``taus`` value on the 8 *validation* windows
    (``hetgym.simulate``); the best mean of the metric (ties to the larger tau; ``inf`` is
    the base itself; for a family with a constraint, a tau whose mean constraint exceeds the
-   base's on these windows is out, as in ``agents.evaluation.Score``) is kept -> ``val.csv``,
+   base's on these windows is out, as in ``agents.evaluation.windows.Score``) is kept -> ``val.csv``,
    ``residual.pt`` (the model and its tau); with ``cv_folds`` > 0 the means are over the
    cross-validation runs and the validation windows together (``cv.csv``);
 5. **test** (``test=true``): the kept policy and the base on the 32 *test* windows: mean
@@ -38,7 +38,7 @@ Stages (each writes into ``out_dir``):
    constraint's means); ``teacher_only=true`` runs this stage alone.
 
 ``residual.futures=K`` (> 0) makes the teacher value each deviation over K futures sampled
-from the family's training rows (``agents.futures``) instead of the window's real future.
+from the family's training rows (``agents.residual.futures``) instead of the window's real future.
 
 ``key=value`` arguments override the config::
 
@@ -123,7 +123,7 @@ class LazyWindows(Sequence):
     def __getitem__(self, i):
         if isinstance(i, slice):
             return LazyWindows(self.base, self.starts[i], self.n_jobs)
-        from agents.envtools import window_scenario
+        from agents.common.envtools import window_scenario
 
         s = int(self.starts[i])
         return window_scenario(self.base, np.arange(s, s + self.n_jobs))
@@ -143,7 +143,7 @@ def cv_folds(window_ids: np.ndarray, n_windows: int, folds: int, every: int = 1)
 
 def _cv_fold(args: tuple) -> pd.DataFrame:
     from agents import residual as R
-    from agents.evaluation import evaluate_on_windows
+    from agents.evaluation.windows import evaluate_on_windows
 
     k, data, mask, held, windows, fcfg, taus, env_config, rcfg = args
     import torch
@@ -191,10 +191,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from omegaconf import OmegaConf
 
     from agents import residual as R
-    from agents.envtools import EnvConfig
-    from agents.evaluation import Score, evaluate_on_windows
-    from agents.heldout import FAMILY_METRIC, split
-    from agents.pretrained import card, machine
+    from agents.common.envtools import EnvConfig
+    from agents.evaluation.windows import Score, evaluate_on_windows
+    from agents.evaluation.heldout import FAMILY_METRIC, split
+    from agents.pretrained.registry import card, machine
     from scripts.dagger import experiment_config
 
     args = list(sys.argv[1:] if argv is None else argv)
@@ -349,7 +349,7 @@ def teacher_stage(cfg, sp, rcfg, env_config, out: Path, command: str) -> None:
     -> ``teacher_<part>.json`` (metric paired against the base, constraint means, CPU;
     ``command``: the run's command line, as in the other stages' records)."""
     from agents import residual as R
-    from agents.pretrained import machine
+    from agents.pretrained.registry import machine
 
     cons = rcfg.constraint
     for part in [str(p) for p in cfg.get("teacher_on", [])]:

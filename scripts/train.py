@@ -1,8 +1,8 @@
 """Train an SB3 agent (MaskablePPO or PPO) on ``HetCluster-v0`` (Hydra; ``conf/train.yaml``).
 
-The config is turned into typed pieces (``agents.envtools.EnvConfig``,
-``agents.sb3.AgentConfig``, ``agents.training.TrainConfig``, ``agents.bc.BCConfig``)
-and handed to :func:`agents.training.train`, which writes checkpoints, the
+The config is turned into typed pieces (``agents.common.envtools.EnvConfig``,
+``agents.sb3.agent.AgentConfig``, ``agents.sb3.training.TrainConfig``, ``agents.imitation.bc.BCConfig``)
+and handed to :func:`agents.sb3.training.train`, which writes checkpoints, the
 learning curve and the comparison table into the run folder (see its docstring)::
 
     python scripts/train.py                                 # defaults (30 min budget)
@@ -46,7 +46,7 @@ def build_scenario(scenario_cfg: DictConfig, workload_seed: int) -> Any:
 @hydra.main(config_path=CONF_DIR, config_name="train", version_base="1.3")
 def main(cfg: DictConfig) -> float:
     """Hydra entry point; returns the best validation score (mean avg JCT by default)."""
-    from agents.training import train
+    from agents.sb3.training import train
 
     out_dir = Path(cfg.out_dir) if cfg.out_dir else Path(HydraConfig.get().runtime.output_dir)
     env_config = instantiate(cfg.env, _convert_="all")
@@ -55,7 +55,7 @@ def main(cfg: DictConfig) -> float:
     bc = instantiate(cfg.bc, _convert_="all")
     val_set = test_set = None
     if cfg.get("split") and cfg.split.get("family"):
-        from agents.heldout import split
+        from agents.evaluation.heldout import split
 
         sp = split(cfg.split.family, window_jobs=int(cfg.split.window_jobs),
                    n_val=int(cfg.split.n_val), n_test=int(cfg.split.n_test))

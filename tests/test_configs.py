@@ -39,9 +39,9 @@ def _small(cfg_scenario) -> dict:
 def checkpoint(tmp_path_factory):
     """An (untrained) MaskablePPO checkpoint with its agent.json, for scheduler=agent."""
     pytest.importorskip("sb3_contrib")
-    from agents.adapter import save_meta
-    from agents.envtools import EnvConfig
-    from agents.sb3 import AgentConfig, make_vec_env
+    from agents.common.adapter import save_meta
+    from agents.common.envtools import EnvConfig
+    from agents.sb3.agent import AgentConfig, make_vec_env
 
     d = tmp_path_factory.mktemp("agent")
     env_cfg = EnvConfig(n_jobs=8)
@@ -110,7 +110,7 @@ def test_scheduler_yaml(path, request):
 
 @pytest.mark.parametrize("path", [p for p in GROUP_FILES if p.parts[-2] == "agent"], ids=_id)
 def test_agent_yaml(path):
-    from agents.sb3 import AgentConfig
+    from agents.sb3.agent import AgentConfig
 
     cfg = _compose("train", [f"agent={path.stem}"])
     agent = instantiate(cfg.agent, _convert_="all")
@@ -137,9 +137,9 @@ def test_dagger_yaml(path):
     """``dagger_*`` experiment files are read by scripts/dagger.py (not a Hydra primary):
     its family has a split and a metric, its start model is a shipped MaskablePPO model or a
     ``.zip``, its settings build a DaggerConfig."""
-    from agents.dagger import DaggerConfig
-    from agents.heldout import FAMILY_METRIC
-    from agents.pretrained import card, pretrained_names
+    from agents.imitation.dagger import DaggerConfig
+    from agents.evaluation.heldout import FAMILY_METRIC
+    from agents.pretrained.registry import card, pretrained_names
 
     cfg = OmegaConf.load(path)
     assert str(cfg.family) in FAMILY_METRIC, path.name
@@ -174,9 +174,10 @@ def test_residual_yaml(path):
     ResidualConfig and a FitConfig, its taus include inf (the base itself)."""
     import math
 
-    from agents.heldout import FAMILY_METRIC
-    from agents.pretrained import pretrained_names
-    from agents.residual import FitConfig, ResidualConfig
+    from agents.evaluation.heldout import FAMILY_METRIC
+    from agents.pretrained.registry import pretrained_names
+    from agents.residual.deviations import ResidualConfig
+    from agents.residual.network import FitConfig
 
     cfg = OmegaConf.load(path)
     assert str(cfg.family) in FAMILY_METRIC and str(cfg.env_from) in pretrained_names(), path.name

@@ -192,7 +192,7 @@ class HetClusterEnv(gym.Env):
     def attach(self, sim: Simulator) -> None:
         """Make this env read its window, mask, observation and reward from ``sim``.
 
-        ``reset`` calls it on the simulator it creates; ``agents.adapter`` calls it on
+        ``reset`` calls it on the simulator it creates; ``agents.common.adapter`` calls it on
         the simulator of a :func:`hetgym.simulate` run, then :meth:`refresh`.
         Nothing is advanced.
         """
@@ -220,7 +220,7 @@ class HetClusterEnv(gym.Env):
 
     def attach_view(self, view: View) -> None:
         """:meth:`attach` to the simulator behind a scheduler's ``view``: how an agent that
-        decides inside :func:`hetgym.simulate` (``agents.adapter``) reads the run through
+        decides inside :func:`hetgym.simulate` (``agents.common.adapter``) reads the run through
         this env. :meth:`attached_to` says whether it still does."""
         self.attach(view.simulator)
 

@@ -9,7 +9,7 @@ of the flat observation hold its features: the same ``F`` features, in the same 
 for every candidate of an env, whatever its window, queue length and cluster size. A
 policy gathers them with one index (``obs_ext = [obs, 0, 1]``; ``obs_ext[index]`` is
 ``(A - 1, F)``), scores each candidate with one shared network and pools them into a
-context (:mod:`agents.scoring`).
+context (:mod:`agents.sb3.scoring`).
 
 =====================  ========================================================
 env                    features of one candidate (``names``)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import hetgym
-from agents.adapter import AgentScheduler
-from agents.envtools import (EnvConfig, heldout_windows, policy_mask, time_feature_index,
+from agents.common.adapter import AgentScheduler
+from agents.common.envtools import (EnvConfig, heldout_windows, policy_mask, time_feature_index,
                              window_rows, window_scenario)
 from hetgym import scenarios
 from hetgym.envs.hetcluster import HetClusterEnv
@@ -153,7 +153,7 @@ def test_invalid_policy_action_raises_or_waits(window):
 
 
 def test_resolve_action():
-    from agents.envtools import resolve_action
+    from agents.common.envtools import resolve_action
 
     m = np.array([False, True, False, True])
     assert resolve_action(1, m, 3) == 1
@@ -171,7 +171,7 @@ def test_unmasked_policy_cannot_idle_forever():
 
 
 def test_agents_window_scenario_shifts_deadlines_with_arrivals():
-    """``agents.envtools.window_scenario`` (the episode of those rows, for ``simulate``)
+    """``agents.common.envtools.window_scenario`` (the episode of those rows, for ``simulate``)
     moves each job's deadline with its arrival: every job keeps its slack."""
     from tests.envs.test_env_semantics import _deadline_scenario
 

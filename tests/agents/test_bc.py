@@ -7,8 +7,8 @@ import pytest
 
 import baselines
 import hetgym
-from agents.bc import collect, teacher_action
-from agents.envtools import EnvConfig, policy_mask, window_rows, window_scenario
+from agents.imitation.bc import collect, teacher_action
+from agents.common.envtools import EnvConfig, policy_mask, window_rows, window_scenario
 from hetgym import scenarios
 
 

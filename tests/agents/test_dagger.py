@@ -1,4 +1,4 @@
-"""DAgger with the rollout teacher (agents.dagger): set-valued fitting and one iteration."""
+"""DAgger with the rollout teacher (agents.imitation.dagger): set-valued fitting and one iteration."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
-from agents.dagger import DaggerConfig, dagger, fit_sets
-from agents.envtools import EnvConfig, window_rows, window_scenario
-from agents.sb3 import AgentConfig, make_vec_env
+from agents.imitation.dagger import DaggerConfig, dagger, fit_sets
+from agents.common.envtools import EnvConfig, window_rows, window_scenario
+from agents.sb3.agent import AgentConfig, make_vec_env
 from hetgym import scenarios
 
 CFG = EnvConfig(n_jobs=12, window=8, time_scale=36000.0)

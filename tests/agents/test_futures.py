@@ -1,4 +1,4 @@
-"""Sampled futures for the rollout teacher (agents.futures, ResidualConfig.futures)."""
+"""Sampled futures for the rollout teacher (agents.residual.futures, ResidualConfig.futures)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import baselines
 import hetgym
 from agents import futures as F, residual as R
-from agents.envtools import EnvConfig, window_scenario
+from agents.common.envtools import EnvConfig, window_scenario
 from hetgym import scenarios
 from hetgym.sim.engine import Simulator
 from hetgym.sim.state.jobs import build_jobs
@@ -79,7 +79,7 @@ def test_a_sampled_future_is_the_source_block_after_now(lab):
     """A fill puts the source rows in every job array of the copy's future slots (arrival
     and deadline shifted together, remaining = work), keeps the past, and starts the block
     after now with the source's gaps; the copy then runs all its jobs."""
-    from agents.rollout import finish_sim
+    from agents.imitation.rollout import finish_sim
 
     sc, w = lab
     sim, b = _midway(w)
@@ -116,7 +116,7 @@ def test_the_real_simulator_is_untouched(lab):
     before = _arrays(sim)
     s, bb = R.copy_sim(sim, b, fill=lambda c: src.fill(c, start))
     assert s.js.worker_node.shape[1] > wide and sim.js.worker_node.shape[1] == wide
-    from agents.rollout import finish_sim
+    from agents.imitation.rollout import finish_sim
 
     finish_sim(s, bb)
     assert s.n_done == sim.n_jobs and int(s.js.nworkers.max()) > wide  # the wide job ran
@@ -170,7 +170,7 @@ def test_futures_config_checks():
 
 def test_family_source_holds_the_training_rows_only(monkeypatch):
     """family_source draws from the split's training rows [0, a) of its base workload."""
-    import agents.heldout as H
+    import agents.evaluation.heldout as H
 
     sc = scenarios.get("fitgpp-lab", n_jobs=256, seed=0, nodes=2)
 

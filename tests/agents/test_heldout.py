@@ -1,4 +1,4 @@
-"""Family splits (agents.heldout) share no job between train, validation and test."""
+"""Family splits (agents.evaluation.heldout) share no job between train, validation and test."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from agents.evaluation import Score
-from agents.heldout import part_windows, split
+from agents.evaluation.windows import Score
+from agents.evaluation.heldout import part_windows, split
 from hetgym import scenarios
 
 

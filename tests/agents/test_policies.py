@@ -1,4 +1,4 @@
-"""The set encoder (``agents.policies.SetEncoder``): equivariance and a training smoke run."""
+"""The set encoder (``agents.sb3.policies.SetEncoder``): equivariance and a training smoke run."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import hetgym  # noqa: E402,F401
-from agents.envtools import EnvConfig  # noqa: E402
-from agents.policies import SetEncoder  # noqa: E402
+from agents.common.envtools import EnvConfig  # noqa: E402
+from agents.sb3.policies import SetEncoder  # noqa: E402
 from hetgym import scenarios  # noqa: E402
 
 
@@ -60,7 +60,7 @@ def test_empty_window_gives_finite_features() -> None:
 
 
 def test_maskable_ppo_trains_with_the_set_encoder(tmp_path) -> None:
-    from agents.sb3 import AgentConfig, make_vec_env
+    from agents.sb3.agent import AgentConfig, make_vec_env
 
     cfg = EnvConfig(n_jobs=12, window=6)
     venv = make_vec_env("hetero-small", cfg, n_envs=2, vec_env="batched")

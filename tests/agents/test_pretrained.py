@@ -15,9 +15,9 @@ import pandas as pd
 import baselines
 import hetgym
 from agents import load_pretrained, pretrained_names
-from agents import pretrained as P
-from agents.envtools import EnvConfig
-from agents.pretrained import DeviceCheck, card, model_path
+from agents.pretrained import registry as P
+from agents.common.envtools import EnvConfig
+from agents.pretrained.registry import DeviceCheck, card, model_path
 from hetgym import scenarios
 
 SHIPPED = pretrained_names()

@@ -10,8 +10,8 @@ import pytest
 import baselines
 import hetgym
 from agents import residual as R
-from agents.envtools import EnvConfig, window_rows, window_scenario
-from agents.residual_rollouts import _finish
+from agents.common.envtools import EnvConfig, window_rows, window_scenario
+from agents.residual.rollouts import _finish
 from hetgym import scenarios
 
 CFG = EnvConfig(n_jobs=None, window=8, time_scale=36000.0)
@@ -296,7 +296,7 @@ def test_generate_workers_and_time_budget_keep_a_prefix(windows, records):
 def test_myopic_rollouts_see_only_arrived_jobs(windows):
     """A myopic copy finishes exactly the jobs arrived so far (its metric is theirs) and leaves
     the simulator's own arrivals alone; the full rollout also runs the later arrivals."""
-    from agents.rollout import finish_sim
+    from agents.imitation.rollout import finish_sim
     from hetgym.sim.engine import Simulator
 
     sim = Simulator(windows[0], seed=0)

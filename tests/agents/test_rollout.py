@@ -1,4 +1,4 @@
-"""The rollout teacher (agents.rollout): exact copies, never worse than its base."""
+"""The rollout teacher (agents.imitation.rollout): exact copies, never worse than its base."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import pytest
 
 import baselines
 import hetgym
-from agents.envtools import EnvConfig, policy_mask, window_rows, window_scenario
-from agents.rollout import (
+from agents.common.envtools import EnvConfig, policy_mask, window_rows, window_scenario
+from agents.imitation.rollout import (
     NetActor,
     RolloutTeacher,
     SchedulerActor,
@@ -104,7 +104,7 @@ def test_net_actor_finishes(windows):
 def test_window_only_actor_starts_what_it_decides(windows):
     """With ``window_only`` the scheduler sees the env's window as its queue
     (``WindowView``), so whenever it decides a start the actor starts a job (no wait)."""
-    from agents.rollout import WindowView
+    from agents.imitation.rollout import WindowView
 
     env = EnvConfig(n_jobs=None, window=2, time_scale=36000.0).make(windows[0])
     obs, _ = env.reset(seed=0)

@@ -16,9 +16,9 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
-from agents.adapter import load_model, load_scheduler  # noqa: E402
-from agents.pretrained import PRETRAINED_DIR, card  # noqa: E402
-from agents.safe_load import UnsafeModelError, load_sb3, serialized_entries  # noqa: E402
+from agents.common.adapter import load_model, load_scheduler  # noqa: E402
+from agents.pretrained.registry import PRETRAINED_DIR, card  # noqa: E402
+from agents.common.safe_load import UnsafeModelError, load_sb3, serialized_entries  # noqa: E402
 
 SHIPPED = PRETRAINED_DIR / "google-hybrid.zip"
 
@@ -118,7 +118,7 @@ def test_payload_that_cannot_be_rebuilt_is_refused(tmp_path, how):
 
 def test_resume_from_checkpoint_is_safe(tmp_path):
     """``AgentConfig.build`` with a checkpoint (resumed training) refuses a payload too."""
-    from agents.sb3 import AgentConfig
+    from agents.sb3.agent import AgentConfig
 
     marker = tmp_path / "ran"
     bad = _rewrite_zip(SHIPPED, tmp_path / "m.zip",
@@ -159,8 +159,8 @@ def test_residual_payload_never_runs(tmp_path):
     """``load_residual`` and ``ship_residual`` refuse a ``.pt`` that holds an object."""
     import torch
 
-    from agents.pretrained import machine, ship_residual
-    from agents.residual import load_residual
+    from agents.pretrained.registry import machine, ship_residual
+    from agents.residual.network import load_residual
 
     bad, marker = _residual_with_payload(tmp_path)
     with pytest.raises(UnsafeModelError, match="r.pt.*weights-only"):

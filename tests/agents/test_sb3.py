@@ -1,4 +1,4 @@
-"""MaskablePPO smoke run through agents.training.train, and the trained model as a scheduler."""
+"""MaskablePPO smoke run through agents.sb3.training.train, and the trained model as a scheduler."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import pytest
 pytest.importorskip("sb3_contrib")
 
 import hetgym  # noqa: E402
-from agents.adapter import AgentScheduler, SB3Policy, load_scheduler  # noqa: E402
-from agents.bc import BCConfig  # noqa: E402
-from agents.envtools import EnvConfig, heldout_windows  # noqa: E402
-from agents.sb3 import AgentConfig, make_vec_env  # noqa: E402
-from agents.training import TrainConfig, train  # noqa: E402
+from agents.common.adapter import AgentScheduler, SB3Policy, load_scheduler  # noqa: E402
+from agents.imitation.bc import BCConfig  # noqa: E402
+from agents.common.envtools import EnvConfig, heldout_windows  # noqa: E402
+from agents.sb3.agent import AgentConfig, make_vec_env  # noqa: E402
+from agents.sb3.training import TrainConfig, train  # noqa: E402
 from hetgym import scenarios  # noqa: E402
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import hetgym  # noqa: F401  (registers the envs)
-from agents.scoring import ABSENT, MaskableScoringPolicy, ScoringPolicy, policy_kwargs, transfer
+from agents.sb3.scoring import ABSENT, MaskableScoringPolicy, ScoringPolicy, policy_kwargs, transfer
 
 
 def _policy(env, cls=MaskableScoringPolicy, seed=0):
@@ -130,8 +130,8 @@ def test_plain_ppo_policy_never_picks_padding():
 def test_agent_config_builds_the_scoring_policy_and_it_saves(tmp_path):
     from sb3_contrib import MaskablePPO
 
-    from agents.envtools import EnvConfig
-    from agents.sb3 import AgentConfig, make_vec_env
+    from agents.common.envtools import EnvConfig
+    from agents.sb3.agent import AgentConfig, make_vec_env
 
     ec = EnvConfig(window=8, n_jobs=16, observation="scaled")
     venv = make_vec_env("hetero-small", ec, n_envs=2)

@@ -7,8 +7,8 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
-from agents.vecenv import BatchedVecEnv  # noqa: E402
-from agents.vecpool import BatchedSubprocVecEnv  # noqa: E402
+from agents.sb3.vecenv import BatchedVecEnv  # noqa: E402
+from agents.sb3.vecpool import BatchedSubprocVecEnv  # noqa: E402
 from hetgym import scenarios  # noqa: E402
 
 

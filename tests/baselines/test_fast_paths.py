@@ -292,7 +292,7 @@ def test_rerun_same_scheduler_object(name) -> None:
 
 
 class FirstOnly:
-    """Carries out only the first decision of the wrapped scheduler (as ``agents.bc`` does
+    """Carries out only the first decision of the wrapped scheduler (as ``agents.imitation.bc`` does
     with a teacher), so the scheduler is not the only one deciding what happens."""
 
     round_length = None

@@ -120,7 +120,7 @@ def test_sb3_vecenv_adapter_trains_maskable_ppo() -> None:
     pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO
 
-    from agents.vecenv import BatchedVecEnv
+    from agents.sb3.vecenv import BatchedVecEnv
 
     venv = BatchedVecEnv(4, **SMALL)
     venv.seed(5)

@@ -1,5 +1,5 @@
 """The decision envs with learners: MaskablePPO smoke training and behaviour cloning from
-the family's paper scheduler (agents.bc through DecisionEnvConfig)."""
+the family's paper scheduler (agents.imitation.bc through DecisionEnvConfig)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import hetgym  # noqa: F401
-from agents.bc import BCConfig, DecisionEnvConfig, collect, pretrain
+from agents.imitation.bc import BCConfig, DecisionEnvConfig, collect, pretrain
 from hetgym import scenarios
 
 #: env id, scenario (name, kwargs), teacher (name, params), small env kwargs

@@ -30,7 +30,7 @@ def test_obs_layout_describes_every_entry(preemption):
 
 
 def test_agents_time_features_come_from_the_layout():
-    from agents.envtools import time_feature_index
+    from agents.common.envtools import time_feature_index
 
     env = gym.make("HetCluster-v0", preemption=True).unwrapped
     idx = time_feature_index(env.window, env.n_dev, env.run_window)

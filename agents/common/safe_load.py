@@ -48,7 +48,9 @@ class UnsafeModelError(ValueError):
 KNOWN_CLASSES = {
     **{f"torch.nn.modules.activation.{n}": ("torch.nn", n)
        for n in ("Tanh", "ReLU", "ELU", "LeakyReLU", "GELU", "SiLU", "Sigmoid", "Softplus", "Mish")},
-    "agents.policies.SetEncoder": ("agents.policies", "SetEncoder"),
+    "agents.sb3.policies.SetEncoder": ("agents.sb3.policies", "SetEncoder"),
+    # the name in checkpoints written while the class lived in agents/policies.py
+    "agents.policies.SetEncoder": ("agents.sb3.policies", "SetEncoder"),  # layout: keep
     "stable_baselines3.common.torch_layers.FlattenExtractor": ("stable_baselines3.common.torch_layers",
                                                                "FlattenExtractor"),
 }

@@ -123,7 +123,7 @@ class Split:
 def part_windows(base: Scenario, lo: int, hi: int, window_jobs: int, n: int) -> list[Scenario]:
     """``n`` windows of ``window_jobs`` consecutive rows inside rows ``[lo, hi)`` of ``base``:
     back to back from ``lo`` when they fit, else with starts spread evenly over the part."""
-    from agents.envtools import window_scenario
+    from agents.common.envtools import window_scenario
 
     size = hi - lo
     if window_jobs > size:
@@ -149,7 +149,7 @@ def split(family: str, window_jobs: int = 64, n_val: int = 8, n_test: int = 32,
             gets ``n_test`` disjoint windows and validation ``n_val`` where the
             workload is long enough, else (0.6, 0.1).
     """
-    from agents.envtools import window_scenario
+    from agents.common.envtools import window_scenario
 
     base = base_workload(family)
     n = len(base.workload.frame)

@@ -4,9 +4,9 @@ chooser deviates.
 :class:`ResidualScheduler` is a :mod:`hetgym` scheduler: at each decision point it asks
 the base for its decisions and, through a ``HetCluster-v0`` bound to the simulator, builds
 the observation, the policy mask and the deviations
-(:func:`agents.residual_deviations.candidates`); a :data:`Chooser` picks one or none. The
-choosers are :class:`agents.residual_teacher.RolloutChooser` (the teacher) and
-:class:`agents.residual_fit.ModelChooser` (the network).
+(:func:`agents.residual.deviations.candidates`); a :data:`Chooser` picks one or none. The
+choosers are :class:`agents.residual.teacher.RolloutChooser` (the teacher) and
+:class:`agents.residual.network.ModelChooser` (the network).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.envtools import EnvConfig, bind, policy_mask, refresh
-from agents.residual_deviations import ResidualConfig, base_vector, candidates
-from agents.residual_rollouts import base_value
+from agents.common.envtools import EnvConfig, bind, policy_mask, refresh
+from agents.residual.deviations import ResidualConfig, base_vector, candidates
+from agents.residual.rollouts import base_value
 from hetgym.decisions import Decision
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -2,7 +2,7 @@
 the current state is worth, on copies of the simulator.
 
 :func:`copy_sim` copies the simulator and the base (``myopic``: without the jobs still to
-arrive; ``fill``: with a sampled future, :mod:`agents.futures`); :func:`base_value` /
+arrive; ``fill``: with a sampled future, :mod:`agents.residual.futures`); :func:`base_value` /
 :func:`base_summary` value the run that follows the base from now, :func:`deviation_value`
 the run that takes one deviation now and then follows the base (a run that leaves arrived
 jobs unfinished is worth ``inf``).
@@ -29,11 +29,11 @@ Fill = Callable[["Simulator"], None]
 
 def copy_sim(sim: Simulator, sched: Any, myopic: bool = False, fill: Fill | None = None) -> tuple[Simulator, Any]:
     """Deep copies of ``sim`` and ``sched`` whose view reads the copied arrays
-    (see :func:`agents.rollout.copy_env`). ``myopic``: in the copy, the jobs that have not
+    (see :func:`agents.imitation.rollout.copy_env`). ``myopic``: in the copy, the jobs that have not
     arrived never arrive (arrival time ``inf``), so a run of it ends with the jobs arrived
     so far, and its metrics (:func:`hetgym.metrics.summarize`, over finished jobs) are theirs.
     ``fill(copy)``: rewrites the copy's not-yet-arrived jobs before its view is made (a
-    sampled future, :meth:`agents.futures.FutureSource.fill`)."""
+    sampled future, :meth:`agents.residual.futures.FutureSource.fill`)."""
     s, b = copy.deepcopy((sim, sched))
     if myopic:
         s.jobs.arrival[s.next_arrival:] = np.inf
@@ -47,7 +47,7 @@ Value = str | Callable[[dict[str, float]], float]
 
 
 def _finish_summary(sim: Simulator, sched: Any, decide_now: bool) -> dict[str, float] | None:
-    from agents.rollout import finish_sim
+    from agents.imitation.rollout import finish_sim
 
     # decide_now False is "wait": no decisions at this instant, the base from the next event on
     s = finish_sim(sim, sched, decide_now)

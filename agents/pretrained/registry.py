@@ -8,9 +8,9 @@ results (docs/agents.md). The card's ``algo`` says which kind of model it is
 
 * ``maskable_ppo`` (or ``ppo``): ``<name>.zip``, a Stable-Baselines3 model (policy
   weights only), run by :class:`PretrainedScheduler` (an
-  :class:`~agents.adapter.AgentScheduler`);
+  :class:`~agents.common.adapter.AgentScheduler`);
 * ``residual``: ``<name>.pt``, a gated residual policy over a baseline
-  (:mod:`agents.residual`, loaded by :func:`agents.residual.load_residual`; the card's
+  (:mod:`agents.residual`, loaded by :func:`agents.residual.network.load_residual`; the card's
   ``tau`` is the gate), run by :class:`PretrainedResidualScheduler`.
 
 The name is the scenario family's::
@@ -38,9 +38,10 @@ import platform
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents.adapter import AgentScheduler, SB3Policy, load_model
-from agents.envtools import EnvConfig
-from agents.residual import ResidualScheduler, load_residual
+from agents.common.adapter import AgentScheduler, SB3Policy, load_model
+from agents.common.envtools import EnvConfig
+from agents.residual.network import load_residual
+from agents.residual.scheduler import ResidualScheduler
 
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.sim.view import View
@@ -49,7 +50,7 @@ __all__ = ["MODEL_SUFFIX", "PRETRAINED_DIR", "DeviceCheck", "PretrainedResidualS
            "card", "load_pretrained", "machine", "model_path", "pretrained_names", "ship", "ship_residual"]
 
 #: Folder of the shipped models (package data).
-PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained"
+PRETRAINED_DIR = Path(__file__).resolve().parent
 
 
 #: Model file of each kind of model (a card's ``algo``).
@@ -102,7 +103,7 @@ class DeviceCheck:
 
 
 class PretrainedScheduler(DeviceCheck, AgentScheduler):
-    """An :class:`~agents.adapter.AgentScheduler` that checks the cluster's device types.
+    """An :class:`~agents.common.adapter.AgentScheduler` that checks the cluster's device types.
 
     Args:
         policy: The model's policy.
@@ -118,10 +119,10 @@ class PretrainedScheduler(DeviceCheck, AgentScheduler):
 
 
 class PretrainedResidualScheduler(DeviceCheck, ResidualScheduler):
-    """A :class:`~agents.residual.ResidualScheduler` that checks the cluster's device types.
+    """A :class:`~agents.residual.scheduler.ResidualScheduler` that checks the cluster's device types.
 
     Args:
-        sched: The residual scheduler (:func:`agents.residual.load_residual`); its chooser,
+        sched: The residual scheduler (:func:`agents.residual.network.load_residual`); its chooser,
             env arguments and base are taken over.
         devices: Device types of the cluster it was trained on.
     """
@@ -168,7 +169,7 @@ def ship(run_dir: str | Path, name: str, command: str, steps: int, wall_s: float
     behaviour-cloning settings, the command's overrides), the validation point of the
     selected model (``eval.csv``), how the run was made (``command``, PPO ``steps``,
     ``wall_s``, ``machine_info``), the family's scenario arguments
-    (:data:`agents.heldout.FAMILIES`, without ``n_jobs`` and ``seed``) and an empty
+    (:data:`agents.evaluation.heldout.FAMILIES`, without ``n_jobs`` and ``seed``) and an empty
     ``heldout`` entry that ``scripts/eval_agents.py --update-cards`` fills.
 
     Args:
@@ -183,8 +184,8 @@ def ship(run_dir: str | Path, name: str, command: str, steps: int, wall_s: float
     """
     import pandas as pd
 
-    from agents.adapter import load_meta
-    from agents.heldout import FAMILIES
+    from agents.common.adapter import load_meta
+    from agents.evaluation.heldout import FAMILIES
     from hetgym.io import write_atomic_json
 
     run = Path(run_dir)
@@ -230,11 +231,11 @@ def ship_residual(model_file: str | Path, name: str, command: str, wall_s: float
     statistics (``fit_stats``; ``steps`` is the number of teacher states it was fitted
     on), the validation mean per tau (``validation``) and the command's config; the
     cluster's device types are those of the family's base workload
-    (:func:`agents.heldout.base_workload`); ``heldout`` is left empty for
+    (:func:`agents.evaluation.heldout.base_workload`); ``heldout`` is left empty for
     ``scripts/eval_agents.py --update-cards``.
 
     Args:
-        model_file: File written by :func:`agents.residual.save`.
+        model_file: File written by :func:`agents.residual.network.save`.
         name: Model name (the scenario family).
         command: The command that made it.
         wall_s: Wall clock of the run that made it (data, fit and choice of tau).
@@ -244,8 +245,8 @@ def ship_residual(model_file: str | Path, name: str, command: str, wall_s: float
     """
     import shutil
 
-    from agents.heldout import FAMILIES, base_workload
-    from agents.safe_load import load_torch
+    from agents.evaluation.heldout import FAMILIES, base_workload
+    from agents.common.safe_load import load_torch
     from hetgym.io import write_atomic_json
 
     d = load_torch(model_file)

@@ -14,8 +14,8 @@ Pieces:
 
 * an *actor* is ``actor(env, obs, mask) -> action`` with ``reset(env)``, acting in
   the env: :class:`SchedulerActor` (a baseline, through
-  :func:`agents.bc.teacher_action`: its first expressible start at each step) or
-  :class:`NetActor` (any ``policy(obs, mask)``, e.g. :class:`agents.adapter.SB3Policy`);
+  :func:`agents.imitation.bc.teacher_action`: its first expressible start at each step) or
+  :class:`NetActor` (any ``policy(obs, mask)``, e.g. :class:`agents.common.adapter.SB3Policy`);
 * :func:`finish`: play an episode to its end with an actor, return its metrics;
 * :class:`RolloutTeacher`: the one-step lookahead over candidates (the base action,
   "wait", the ``top_k`` actions of an optional *proposer* policy's probabilities,
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.envtools import policy_mask
+from agents.common.envtools import policy_mask
 from hetgym.decisions import cadence_of
 from hetgym.driver import ask_wakeup, decide_once, drive
 from hetgym.sim.view import View
@@ -94,7 +94,7 @@ class SchedulerActor:
         self.sched.reset(env.sim.view)
 
     def __call__(self, env: HetClusterEnv, obs: np.ndarray, mask: np.ndarray) -> int:
-        from agents.bc import teacher_action
+        from agents.imitation.bc import teacher_action
 
         if self.sched is None:
             self.reset(env)
@@ -238,7 +238,7 @@ class RolloutTeacher:
         wait: Add "wait" when allowed.
         all_actions: Every allowed action is a candidate (the full one-step lookahead;
             the other candidate options are then moot).
-        no_idle_wait: The policy mask's rule (:func:`agents.envtools.policy_mask`).
+        no_idle_wait: The policy mask's rule (:func:`agents.common.envtools.policy_mask`).
         mode: How a rollout finishes: ``"env"`` (the base actor steps the env copy, one
             action at a time) or ``"sim"`` (the base scheduler drives the simulator copy
             as :func:`hetgym.simulate` does, :func:`finish_sim`: for a

@@ -3,7 +3,7 @@
 :class:`AgentScheduler` is a :class:`hetgym.decisions.Scheduler`. At each
 decision point it builds the observation and the action mask of
 ``HetCluster-v0`` from the simulator that ``hetgym.simulate`` drives (through
-a ``HetClusterEnv`` bound to it, :func:`agents.envtools.bind`) and asks the
+a ``HetClusterEnv`` bound to it, :func:`agents.common.envtools.bind`) and asks the
 policy for actions until the policy waits or only "wait" is feasible, just
 as the env loops over decisions at one simulated instant. Starts and
 preemptions are carried out on the simulator at once (the next observation
@@ -14,7 +14,7 @@ A policy is any callable ``policy(obs, mask) -> int``; :class:`SB3Policy`
 wraps a Stable-Baselines3 model, :func:`load_scheduler` loads a checkpoint
 saved by ``scripts/train.py`` (with its ``agent.json``)::
 
-    sched = agents.adapter.load_scheduler("outputs/train/.../best_model.zip")
+    sched = agents.common.adapter.load_scheduler("outputs/train/.../best_model.zip")
     result = hetgym.simulate(scenario, sched, seed=0)
 """
 
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
-from agents.envtools import EnvConfig, bind, policy_mask, refresh, resolve_action
+from agents.common.envtools import EnvConfig, bind, policy_mask, refresh, resolve_action
 from hetgym.decisions import Cadence, Decision, SchedulingError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -165,12 +165,12 @@ def load_model(checkpoint: str | Path, algo: str | None = None, device: str = "c
                trusted: bool = False) -> Any:
     """Load an SB3 model (``maskable_ppo`` or ``ppo``; read from ``agent.json`` if None).
 
-    Nothing in the file is unpickled (:func:`agents.safe_load.load_sb3`): a file whose
+    Nothing in the file is unpickled (:func:`agents.common.safe_load.load_sb3`): a file whose
     settings cannot be rebuilt from its plain text is refused with
-    :class:`agents.safe_load.UnsafeModelError` unless ``trusted=True``.
+    :class:`agents.common.safe_load.UnsafeModelError` unless ``trusted=True``.
     """
-    from agents.safe_load import load_sb3
-    from agents.sb3 import algo_class
+    from agents.common.safe_load import load_sb3
+    from agents.sb3.agent import algo_class
 
     if algo is None:
         algo = load_meta(checkpoint)["algo"]

@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 from stable_baselines3.common.callbacks import BaseCallback
 
-from agents.adapter import AgentScheduler, SB3Policy
-from agents.envtools import EnvConfig
-from agents.evaluation import Score, evaluate_on_windows
+from agents.common.adapter import AgentScheduler, SB3Policy
+from agents.common.envtools import EnvConfig
+from agents.evaluation.windows import Score, evaluate_on_windows
 from hetgym.specs import Scenario
 
 __all__ = ["WallClockLimit", "HeldOutEval", "CriticWarmup"]

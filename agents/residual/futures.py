@@ -1,4 +1,4 @@
-"""Sampled futures for the rollout teacher (``agents.residual.ResidualConfig.futures``).
+"""Sampled futures for the rollout teacher (``agents.residual.deviations.ResidualConfig.futures``).
 
 The clairvoyant teacher's rollout copies hold the window's jobs that have not arrived
 yet (labels that use the future); the myopic one's hold none. A *sampled-future* teacher
@@ -161,9 +161,9 @@ def future_rng(seed: int, window: int, point: int, k: int) -> np.random.Generato
 
 @functools.lru_cache(maxsize=4)
 def family_source(family: str, window_jobs: int = 64) -> FutureSource:
-    """The training rows of ``family``'s split (``agents.heldout.split``; never its
+    """The training rows of ``family``'s split (``agents.evaluation.heldout.split``; never its
     validation or test rows), cached per process."""
-    from agents.heldout import split
+    from agents.evaluation.heldout import split
 
     sp = split(family, window_jobs=window_jobs)
     return FutureSource.from_scenario(sp.base, np.arange(sp.bounds[1]))

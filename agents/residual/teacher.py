@@ -2,9 +2,9 @@
 generates.
 
 :class:`RolloutChooser` values each deviation by the run that takes it and then follows
-the base (:mod:`agents.residual_rollouts`), records every state (:data:`RECORD_KEYS`) and
+the base (:mod:`agents.residual.rollouts`), records every state (:data:`RECORD_KEYS`) and
 acts on the best deviation if it beats the base; :func:`generate` runs it on windows
-(``workers`` processes) and returns the records that :func:`agents.residual_fit.fit`
+(``workers`` processes) and returns the records that :func:`agents.residual.network.fit`
 trains the network on.
 """
 
@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.envtools import EnvConfig
-from agents.residual_deviations import ResidualConfig
-from agents.residual_rollouts import Fill, _value, base_summary, deviation_value
-from agents.residual_scheduler import ResidualScheduler
+from agents.common.envtools import EnvConfig
+from agents.residual.deviations import ResidualConfig
+from agents.residual.rollouts import Fill, _value, base_summary, deviation_value
+from agents.residual.scheduler import ResidualScheduler
 
 if TYPE_CHECKING:  # pragma: no cover
     from hetgym.specs import Scenario
@@ -36,13 +36,13 @@ class RolloutChooser:
     """The rollout teacher over the base's own run; records every state (module docstring).
 
     With ``cfg.futures`` = K > 0 the values are means over K sampled futures
-    (:mod:`agents.futures`; the base and every candidate in the same K futures).
+    (:mod:`agents.residual.futures`; the base and every candidate in the same K futures).
 
     Args:
         act: ``"teacher"`` (take the best candidate when it beats the base) or ``"base"``
             (record only; the run is the base's).
         source: Where futures are drawn from (default: the training rows of
-            ``cfg.futures_family``, :func:`agents.futures.family_source`).
+            ``cfg.futures_family``, :func:`agents.residual.futures.family_source`).
     """
 
     needs_bound = True  # ResidualScheduler.reset measures the constraint's bound for it
@@ -64,7 +64,7 @@ class RolloutChooser:
         cfg, sim = sched.cfg, sched.env.sim
         if not cfg.futures or sim.next_arrival >= sim.n_jobs:
             return [None]
-        from agents import futures as F
+        from agents.residual import futures as F
 
         if self.source is None:
             if cfg.futures_family is None:

@@ -32,9 +32,9 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from agents.bc import BCConfig
-from agents.envtools import EnvConfig
-from agents.sb3 import AgentConfig
+from agents.imitation.bc import BCConfig
+from agents.common.envtools import EnvConfig
+from agents.sb3.agent import AgentConfig
 from hetgym.specs import Scenario
 
 __all__ = ["TrainConfig", "TrainResult", "train", "plot_learning_curve"]
@@ -144,17 +144,17 @@ def train(scenario: Scenario, val_scenarios: Sequence[Scenario], test_scenarios:
         bc: Behaviour-cloning pre-training (None or ``teacher=None``: off).
         meta: More entries for ``agent.json`` (``scripts/train.py`` stores its resolved config).
         val_set: Validation windows, used as they are (instead of windows of
-            ``val_scenarios``; :func:`agents.heldout.split`).
+            ``val_scenarios``; :func:`agents.evaluation.heldout.split`).
         test_set: Test windows, likewise.
     """
     import torch
     from stable_baselines3.common.callbacks import CallbackList, CheckpointCallback
     from stable_baselines3.common.logger import configure
 
-    from agents.adapter import save_meta
-    from agents.callbacks import CriticWarmup, HeldOutEval, WallClockLimit
-    from agents.envtools import heldout_windows
-    from agents.sb3 import make_vec_env
+    from agents.common.adapter import save_meta
+    from agents.sb3.callbacks import CriticWarmup, HeldOutEval, WallClockLimit
+    from agents.common.envtools import heldout_windows
+    from agents.sb3.agent import make_vec_env
 
     if not agent.masked and env_config.invalid_action != "wait":
         raise ValueError(f"{agent.algo} ignores the action mask: use env.invalid_action=wait")
@@ -183,7 +183,7 @@ def train(scenario: Scenario, val_scenarios: Sequence[Scenario], test_scenarios:
 
     bc_stats = None
     if bc is not None and bc.teacher:
-        from agents.bc import pretrain
+        from agents.imitation.bc import pretrain
 
         bc_stats = pretrain(model, scenario, env_config, bc, seed=seed)
         if cfg.verbose:
@@ -215,7 +215,7 @@ def train(scenario: Scenario, val_scenarios: Sequence[Scenario], test_scenarios:
         result.comparison = test_table(out, test_scenarios, env_config, cfg, test_set)
     ref = {}
     if len(val) and cfg.baselines:
-        from agents.evaluation import evaluate_on_windows, mean_jct
+        from agents.evaluation.windows import evaluate_on_windows, mean_jct
 
         runs = evaluate_on_windows({b: b for b in cfg.baselines}, val)
         ref = {b: mean_jct(runs, b) for b in cfg.baselines}
@@ -225,9 +225,9 @@ def train(scenario: Scenario, val_scenarios: Sequence[Scenario], test_scenarios:
 
 
 def selection_score(val: Sequence[Scenario], cfg: TrainConfig) -> Any:
-    """The :class:`agents.evaluation.Score` of ``cfg`` (the constraint's bound measured
+    """The :class:`agents.evaluation.windows.Score` of ``cfg`` (the constraint's bound measured
     on the validation windows ``val`` with ``cfg.constraint_baseline``)."""
-    from agents.evaluation import Score, evaluate_on_windows
+    from agents.evaluation.windows import Score, evaluate_on_windows
 
     if cfg.constraint is None:
         return Score(cfg.metric)
@@ -242,9 +242,9 @@ def selection_score(val: Sequence[Scenario], cfg: TrainConfig) -> Any:
 def test_table(out: Path, test_scenarios: Sequence[Scenario], env_config: EnvConfig,
                cfg: TrainConfig, test_set: Sequence[Scenario] | None = None) -> pd.DataFrame:
     """Best and final model vs the baselines on the test windows; writes the tables."""
-    from agents.adapter import load_scheduler
-    from agents.envtools import heldout_windows
-    from agents.evaluation import evaluate_on_windows
+    from agents.common.adapter import load_scheduler
+    from agents.common.envtools import heldout_windows
+    from agents.evaluation.windows import evaluate_on_windows
     from hetgym.compare import aggregate, format_table
     from hetgym.io import write_atomic_bytes, write_atomic_csv
 

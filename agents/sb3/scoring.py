@@ -18,12 +18,12 @@ Absent candidates get a logit of ``-1e8`` (MaskablePPO masks the infeasible ones
 plain PPO then never picks padding).
 
 :class:`MaskableScoringPolicy` (sb3-contrib's MaskablePPO) and :class:`ScoringPolicy`
-(plain PPO) are SB3 policy classes; :class:`agents.sb3.AgentConfig` builds them with
+(plain PPO) are SB3 policy classes; :class:`agents.sb3.agent.AgentConfig` builds them with
 ``features="score"``. Both take ``table`` (a :class:`~hetgym.envs.obs_candidates.CandidateTable`
 as :meth:`~hetgym.envs.obs_candidates.CandidateTable.to_dict`) and ``embed_dim``::
 
     from sb3_contrib import MaskablePPO
-    from agents.scoring import MaskableScoringPolicy, policy_kwargs
+    from agents.sb3.scoring import MaskableScoringPolicy, policy_kwargs
     model = MaskablePPO(MaskableScoringPolicy, env, policy_kwargs=policy_kwargs(env))
 
 Importing this module imports torch.

@@ -1,8 +1,8 @@
 """Judge agents and baselines on the same held-out trace windows (no torch here).
 
-Every window is a stand-alone scenario (:func:`agents.envtools.window_scenario`)
+Every window is a stand-alone scenario (:func:`agents.common.envtools.window_scenario`)
 simulated by :func:`hetgym.simulate`; a baseline is built by
-``baselines.make``, an agent runs through :class:`agents.adapter.AgentScheduler`.
+``baselines.make``, an agent runs through :class:`agents.common.adapter.AgentScheduler`.
 Rows have the format of :func:`hetgym.compare.run_grid` (``scheduler``,
 ``seed`` = window index, summary metrics), so :func:`hetgym.compare.aggregate`
 and :func:`hetgym.compare.format_table` make the table.
@@ -79,24 +79,24 @@ class Score:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m agents.evaluation``: agents vs baselines on held-out windows, one table.
+    """``python -m agents.evaluation.windows``: agents vs baselines on held-out windows, one table.
 
     Example (the table of docs/agents.md)::
 
-        python -m agents.evaluation --agents outputs/train/<run>/best_model.zip \\
+        python -m agents.evaluation.windows --agents outputs/train/<run>/best_model.zip \\
             --scenario hetero-small --n-jobs 4096 --workload-seeds 2000-2007 --windows 4 \\
             --baselines fifo,sjf,srpt,allox+ --out outputs/train/<run>/comparison_full
     """
     import argparse
     from pathlib import Path
 
-    from agents.adapter import load_meta, load_scheduler
-    from agents.envtools import EnvConfig, heldout_windows
+    from agents.common.adapter import load_meta, load_scheduler
+    from agents.common.envtools import EnvConfig, heldout_windows
     from hetgym import scenarios
     from hetgym.compare import aggregate, format_table
     from hetgym.io import write_atomic_bytes, write_atomic_csv
 
-    p = argparse.ArgumentParser(prog="python -m agents.evaluation", description=main.__doc__,
+    p = argparse.ArgumentParser(prog="python -m agents.evaluation.windows", description=main.__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--agents", default="", help="comma-separated model .zip files (label = file stem)")
     p.add_argument("--scenario", default=scenarios.DEFAULT)

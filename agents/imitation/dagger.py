@@ -1,4 +1,4 @@
-"""DAgger with a rollout teacher: distil :class:`agents.rollout.RolloutTeacher` into a policy.
+"""DAgger with a rollout teacher: distil :class:`agents.imitation.rollout.RolloutTeacher` into a policy.
 
 Iteration 0 rolls the teacher itself on training windows; every later iteration rolls
 the current *student* (the network, greedy) and asks the teacher what it would do in
@@ -9,12 +9,12 @@ rollout teacher this is approximate policy iteration: the labels are the actions
 are best after one step of lookahead with the base policy.
 
 A label is the *set* of candidate actions whose rollout value ties with the best
-(:meth:`agents.rollout.RolloutTeacher.label`); the loss is
+(:meth:`agents.imitation.rollout.RolloutTeacher.label`); the loss is
 ``-log sum_{a in set} pi(a | s)`` (a start order among equally good starts at one
 instant is not forced on the network). After each iteration the student is judged on
 the validation windows through :func:`hetgym.simulate` (the adapter); the best
 iteration is saved as ``best_model.zip`` (with ``agent.json`` and ``eval.csv``, the
-layout :func:`agents.pretrained.ship` reads).
+layout :func:`agents.pretrained.registry.ship` reads).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from agents.envtools import EnvConfig, policy_mask
+from agents.common.envtools import EnvConfig, policy_mask
 from hetgym.specs import Scenario
 
 __all__ = ["DaggerConfig", "dagger", "fit_sets", "student_probs"]
@@ -90,7 +90,7 @@ def student_probs(model: Any) -> Any:
 
 
 def _teacher(cfg: DaggerConfig, model: Any | None) -> Any:
-    from agents.rollout import RolloutTeacher, SchedulerActor
+    from agents.imitation.rollout import RolloutTeacher, SchedulerActor
 
     proposer = student_probs(model) if model is not None and cfg.top_k > 0 else None
     return RolloutTeacher(SchedulerActor(cfg.base, cfg.base_params), proposer=proposer,
@@ -123,7 +123,7 @@ def fit_sets(model: Any, obs: np.ndarray, mask: np.ndarray, target: np.ndarray, 
     the final loss and the share of states whose greedy action is in the target set."""
     import torch
 
-    from agents.bc import fit_minibatches
+    from agents.imitation.bc import fit_minibatches
 
     policy = model.policy
     dev = policy.device
@@ -144,8 +144,8 @@ def fit_sets(model: Any, obs: np.ndarray, mask: np.ndarray, target: np.ndarray, 
 
 
 def _val_score(model: Any, env_config: EnvConfig, val: Sequence[Scenario], metric: str) -> list[float]:
-    from agents.adapter import AgentScheduler, SB3Policy
-    from agents.evaluation import evaluate_on_windows
+    from agents.common.adapter import AgentScheduler, SB3Policy
+    from agents.evaluation.windows import evaluate_on_windows
 
     runs = evaluate_on_windows({"student": lambda: AgentScheduler(SB3Policy(model), env_config)}, val)
     return runs[metric].astype(float).tolist()
@@ -170,7 +170,7 @@ def dagger(model: Any, train: Scenario, val: Sequence[Scenario], env_config: Env
     """
     import pandas as pd
 
-    from agents.adapter import save_meta
+    from agents.common.adapter import save_meta
     from hetgym.io import write_atomic_bytes, write_atomic_csv
 
     t0 = time.monotonic()
@@ -193,7 +193,7 @@ def dagger(model: Any, train: Scenario, val: Sequence[Scenario], env_config: Env
             log(f"[dagger] time limit reached before iteration {it}")
             break
         teacher = _teacher(cfg, model if it > 0 or cfg.top_k > 0 else None)
-        from agents.adapter import SB3Policy
+        from agents.common.adapter import SB3Policy
 
         student = SB3Policy(model) if it > 0 else None
         n_ep = (cfg.teacher_episodes or cfg.episodes) if it == 0 else cfg.episodes

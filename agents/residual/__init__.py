@@ -3,7 +3,7 @@
 :class:`ResidualScheduler` is a :mod:`hetgym` scheduler. At each decision point of
 :func:`hetgym.simulate` it asks the *base* scheduler (``baselines.make(base)``, AlloX
 for ``hetero-small``, FitGpp for ``fitgpp-lab``) for its decisions, and, through a ``HetCluster-v0`` bound to the
-simulator (:func:`agents.envtools.bind`, as :class:`agents.adapter.AgentScheduler`
+simulator (:func:`agents.common.envtools.bind`, as :class:`agents.common.adapter.AgentScheduler`
 does), builds the observation, the policy mask and a few *deviations*
 (:func:`candidates`): "wait" (skip the base's decisions at this instant), per
 device type the feasible window job with the shortest duration there and the oldest
@@ -18,10 +18,10 @@ TE p95 slowdown, BE median slowdown bounded by FitGpp's), ``penalty`` times the 
 the ``constraint`` column over its value in the *base's own run of the window* (the
 bound, measured once per window when the scheduler is reset, :attr:`ResidualScheduler.bound`).
 Bounding every window by the base's own figure keeps the mean over windows within the
-base's mean, which is how ``agents.heldout``'s families are scored (the selection score
-:class:`agents.evaluation.Score` is infinite when the constraint's mean exceeds the base's).
+base's mean, which is how ``agents.evaluation.heldout``'s families are scored (the selection score
+:class:`agents.evaluation.windows.Score` is infinite when the constraint's mean exceeds the base's).
 
-Unlike :class:`agents.rollout.SchedulerActor` (the base acting *in the env*: its first
+Unlike :class:`agents.imitation.rollout.SchedulerActor` (the base acting *in the env*: its first
 start the action space can express, else wait), the base here is the baseline exactly
 as :func:`hetgym.simulate` runs it: with a chooser that never deviates
 (``tau = inf``) the run *is* the baseline's (a test checks it). The in-env AlloX
@@ -53,27 +53,27 @@ Two choosers:
 
 :func:`generate` runs the teacher on windows (``workers`` processes), :func:`fit` trains
 the network, :func:`save` / :func:`load_residual` store it (those three and the network live
-in :mod:`agents.residual_fit`, re-exported here) (``torch.save``, a few hundred
+in :mod:`agents.residual.network`, re-exported here) (``torch.save``, a few hundred
 kB). ``scripts/residual.py`` (config ``conf/experiment/residual_hetero_small.yaml``)
 does the whole run; docs/agents.md has its results.
 
 This module is where the policy is imported from; its parts live in (and are re-exported
-from) :mod:`agents.residual_deviations` (:class:`ResidualConfig`, :func:`base_vector`,
-:func:`candidates`), :mod:`agents.residual_rollouts` (:func:`copy_sim`, :func:`base_value`,
-:func:`deviation_value`), :mod:`agents.residual_scheduler` (:class:`ResidualScheduler`),
-:mod:`agents.residual_teacher` (:class:`RolloutChooser`, :func:`generate`) and
-:mod:`agents.residual_fit` (the network).
+from) :mod:`agents.residual.deviations` (:class:`ResidualConfig`, :func:`base_vector`,
+:func:`candidates`), :mod:`agents.residual.rollouts` (:func:`copy_sim`, :func:`base_value`,
+:func:`deviation_value`), :mod:`agents.residual.scheduler` (:class:`ResidualScheduler`),
+:mod:`agents.residual.teacher` (:class:`RolloutChooser`, :func:`generate`) and
+:mod:`agents.residual.network` (the network).
 """
 
 from __future__ import annotations
 
-from agents.residual_deviations import (
+from agents.residual.deviations import (
     ResidualConfig,
     base_vector,
     candidates,
     longest_remaining_preemption,
 )
-from agents.residual_fit import (  # the network, its training, saving, loading (re-exported)
+from agents.residual.network import (  # the network, its training, saving, loading (re-exported)
     AdvantageNet,
     FitConfig,
     ModelChooser,
@@ -81,9 +81,9 @@ from agents.residual_fit import (  # the network, its training, saving, loading 
     load_residual,
     save,
 )
-from agents.residual_rollouts import base_summary, base_value, copy_sim, deviation_value
-from agents.residual_scheduler import ResidualScheduler
-from agents.residual_teacher import RECORD_KEYS, RolloutChooser, generate
+from agents.residual.rollouts import base_summary, base_value, copy_sim, deviation_value
+from agents.residual.scheduler import ResidualScheduler
+from agents.residual.teacher import RECORD_KEYS, RolloutChooser, generate
 
 __all__ = [
     "RECORD_KEYS",

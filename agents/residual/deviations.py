@@ -32,7 +32,7 @@ class ResidualConfig:
 
     Attributes:
         base: ``baselines.make`` name of the base scheduler (no rounds, timers or calls
-            with an empty queue: its rollouts run as :func:`agents.rollout.finish_sim`).
+            with an empty queue: its rollouts run as :func:`agents.imitation.rollout.finish_sim`).
         base_params: Its parameters.
         wait: "Wait" (skip the base's decisions at this instant) is a deviation.
         shortest: Per device type, the feasible window job with the shortest duration there.
@@ -50,7 +50,7 @@ class ResidualConfig:
             constraint, its bound is then the base's figure over the same jobs (the base's
             myopic rollout from that state), not the whole window's.
         futures: K > 0: each rollout copy's not-yet-arrived jobs are replaced by a future
-            sampled from ``futures_family``'s training rows (:mod:`agents.futures`), K
+            sampled from ``futures_family``'s training rows (:mod:`agents.residual.futures`), K
             futures per decision point shared by the base and every candidate; a value is
             the mean over the K futures, each bounded (with a constraint) by the base's
             figure in the same future. 0: the copies hold the window's real future.
@@ -124,7 +124,7 @@ def candidates(env: HetClusterEnv, mask: np.ndarray, base: np.ndarray, cfg: Resi
     base itself takes now (``base``: :func:`base_vector`; the base's own preemptions are
     not marked there, so a preemption the base makes now can be a candidate: it then
     only moves it before the base's other decisions at this instant)."""
-    from agents.rollout import shortest_per_device
+    from agents.imitation.rollout import shortest_per_device
 
     cand: list[int] = []
     if cfg.wait and mask[env.wait_action] and not base[env.wait_action]:

@@ -2,7 +2,7 @@
 
 SB3's ``SubprocVecEnv`` puts one single env in each process, so every env step costs a
 pipe round trip. :class:`BatchedSubprocVecEnv` puts a
-:class:`~agents.vecenv.BatchedVecEnv` of ``M`` copies in each of ``P`` processes: one
+:class:`~agents.sb3.vecenv.BatchedVecEnv` of ``M`` copies in each of ``P`` processes: one
 round trip moves ``M`` steps, and the ``P`` batches step in parallel while the training
 process waits. The worker sends its action masks with every reply, so
 ``env_method("action_masks")`` (what MaskablePPO calls before each action) needs no
@@ -27,7 +27,7 @@ def _worker(remote: Any, parent: Any, n_envs: int, env_kwargs: dict[str, Any]) -
     import os
 
     os.environ.setdefault("NUMBA_NUM_THREADS", "1")
-    from agents.vecenv import BatchedVecEnv
+    from agents.sb3.vecenv import BatchedVecEnv
 
     parent.close()
     env = BatchedVecEnv(n_envs, **env_kwargs)

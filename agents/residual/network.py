@@ -1,11 +1,11 @@
 """The network of the gated residual policy (:mod:`agents.residual`): the advantage net,
 its training, the model chooser, and saving / loading a trained policy.
 
-:func:`fit` trains :func:`AdvantageNet` on the records of :func:`agents.residual.generate`
+:func:`fit` trains :func:`AdvantageNet` on the records of :func:`agents.residual.teacher.generate`
 (the relative advantage of each candidate deviation over the base, in percent);
 :class:`ModelChooser` deviates where the prediction exceeds ``tau``; :func:`save` /
 :func:`load_residual` store the weights with what rebuilds the
-:class:`agents.residual.ResidualScheduler` (``torch.save``, a few hundred kB). torch is
+:class:`agents.residual.scheduler.ResidualScheduler` (``torch.save``, a few hundred kB). torch is
 imported only when a network is built, trained or loaded. Every name here is also
 available from :mod:`agents.residual`.
 """
@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.envtools import EnvConfig
+from agents.common.envtools import EnvConfig
 
 if TYPE_CHECKING:  # pragma: no cover
-    from agents.residual import ResidualConfig, ResidualScheduler
+    from agents.residual.deviations import ResidualConfig
+    from agents.residual.scheduler import ResidualScheduler
 
 __all__ = ["AdvantageNet", "FitConfig", "ModelChooser", "fit", "load_residual", "save"]
 
@@ -205,12 +206,13 @@ def save(path: str | Path, net: Any, env_config: EnvConfig, cfg: ResidualConfig,
 def load_residual(path: str | Path, tau: float | None = None, name: str = "residual") -> ResidualScheduler:
     """The scheduler saved by :func:`save` (its ``tau`` unless given).
 
-    The file is read with ``torch.load(weights_only=True)`` (:func:`agents.safe_load.load_torch`):
+    The file is read with ``torch.load(weights_only=True)`` (:func:`agents.common.safe_load.load_torch`):
     a file holding anything but tensors, dicts, lists and numbers is refused with
-    :class:`agents.safe_load.UnsafeModelError`.
+    :class:`agents.common.safe_load.UnsafeModelError`.
     """
-    from agents.residual import ResidualConfig, ResidualScheduler
-    from agents.safe_load import load_torch
+    from agents.residual.deviations import ResidualConfig
+    from agents.residual.scheduler import ResidualScheduler
+    from agents.common.safe_load import load_torch
 
     d = load_torch(path)
     net = AdvantageNet(d["n_obs"], d["n_act"], tuple(d["fit"]["hidden"]))

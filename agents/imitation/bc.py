@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from agents.envtools import EnvConfig, policy_mask
+from agents.common.envtools import EnvConfig, policy_mask
 from hetgym.decisions import Placement, Preempt, Start
 from hetgym.specs import Scenario
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import gymnasium as gym
 import numpy as np
 
-from agents.envtools import EnvConfig, policy_mask, resolve_action
+from agents.common.envtools import EnvConfig, policy_mask, resolve_action
 from hetgym.specs import Scenario
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -75,8 +75,8 @@ class AgentConfig:
         normalize_reward: Wrap the vec env in ``VecNormalize`` (rewards only).
         checkpoint: A saved model to evaluate (``scheduler=agent``) or to start from.
         features: ``mlp`` (the flat observation), ``set`` (the permutation-equivariant
-            :class:`agents.policies.SetEncoder` in front of ``net_arch``) or ``score``
-            (:mod:`agents.scoring`: one shared network scores every candidate, the same
+            :class:`agents.sb3.policies.SetEncoder` in front of ``net_arch``) or ``score``
+            (:mod:`agents.sb3.scoring`: one shared network scores every candidate, the same
             weights for any window and cluster; ``net_arch`` is not used).
         embed_dim: Slot embedding width of the ``set`` encoder, candidate embedding
             width of the ``score`` policy.
@@ -132,7 +132,7 @@ class AgentConfig:
         (:func:`torch_device`)."""
         import torch
 
-        from agents.safe_load import load_sb3
+        from agents.common.safe_load import load_sb3
 
         device = torch_device(device)
         cls = algo_class(self.algo)
@@ -147,12 +147,12 @@ class AgentConfig:
         pk: dict[str, Any] = {"net_arch": list(self.net_arch), "activation_fn": act}
         policy: Any = "MlpPolicy"
         if self.features == "score":
-            from agents.scoring import MaskableScoringPolicy, ScoringPolicy, policy_kwargs
+            from agents.sb3.scoring import MaskableScoringPolicy, ScoringPolicy, policy_kwargs
 
             policy = MaskableScoringPolicy if self.masked else ScoringPolicy
             pk = policy_kwargs(env, self.embed_dim)
         elif self.features == "set":
-            from agents.policies import SetEncoder
+            from agents.sb3.policies import SetEncoder
 
             window, n_dev, run_window = (env.get_attr(a)[0] for a in ("window", "n_dev", "run_window"))
             pk["features_extractor_class"] = SetEncoder
@@ -180,7 +180,7 @@ def torch_device(device: str = "auto") -> str:
 
 
 class ResolveAction(gym.ActionWrapper):
-    """Carry out :func:`agents.envtools.resolve_action` (for policies that ignore the mask)."""
+    """Carry out :func:`agents.common.envtools.resolve_action` (for policies that ignore the mask)."""
 
     def __init__(self, env: gym.Env, no_idle_wait: bool = True) -> None:
         super().__init__(env)
@@ -230,8 +230,8 @@ def make_vec_env(scenario: Scenario | str, env_config: EnvConfig, n_envs: int = 
                  monitor_dir: str | None = None, n_procs: int = 2) -> "VecEnv":
     """``n_envs`` copies in a ``DummyVecEnv`` (``vec_env="dummy"``), a ``SubprocVecEnv``
     (``"subproc"``), the batched env (``"batched"``: all copies stepped in one compiled
-    call, :class:`agents.vecenv.BatchedVecEnv`; masked algorithms only) or ``n_procs``
-    processes of batched envs (``"batched_subproc"``, :class:`agents.vecpool.BatchedSubprocVecEnv`;
+    call, :class:`agents.sb3.vecenv.BatchedVecEnv`; masked algorithms only) or ``n_procs``
+    processes of batched envs (``"batched_subproc"``, :class:`agents.sb3.vecpool.BatchedSubprocVecEnv`;
     ``n_envs`` must be a multiple of ``n_procs``).
 
     Each copy is wrapped in ``Monitor`` (episode returns and lengths; ``VecMonitor`` for
@@ -252,10 +252,10 @@ def make_vec_env(scenario: Scenario | str, env_config: EnvConfig, n_envs: int = 
 
         from stable_baselines3.common.vec_env import VecMonitor
 
-        from agents.vecenv import BatchedVecEnv
+        from agents.sb3.vecenv import BatchedVecEnv
 
         if vec_env == "batched_subproc":
-            from agents.vecpool import BatchedSubprocVecEnv
+            from agents.sb3.vecpool import BatchedSubprocVecEnv
 
             if n_envs % n_procs:
                 raise ValueError(f"vec_env='batched_subproc': n_envs ({n_envs}) must be a multiple "
