@@ -206,6 +206,8 @@ _PRIVATE_OF = re.compile(r"([\w.\[\]]+?)\._(?!replace\b|type\b|fields\b|asdict\b
 
 
 def _private_of_other(code: str) -> bool:
+    if code.lstrip().startswith(("from ", "import ")):  # a module path, not a member
+        return False
     return any(base != "self" for base in _PRIVATE_OF.findall(code))
 
 

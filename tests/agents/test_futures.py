@@ -9,7 +9,8 @@ import pytest
 
 import baselines
 import hetgym
-from agents import futures as F, residual as R
+from agents import residual as R
+from agents.residual import futures as F
 from agents.common.envtools import EnvConfig, window_scenario
 from hetgym import scenarios
 from hetgym.sim.engine import Simulator
