@@ -169,10 +169,10 @@ class HetClusterEnv(gym.Env):
     def reset(self, *, seed: int | None = None,
               options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
         """Draw a window of jobs (:attr:`windows`) and advance to the first decision point."""
-        self._start_episode(*self._draw_episode(seed))
+        self.start_episode(*self.draw_episode(seed))
         return self._obs.copy(), self._info(None)
 
-    def _start_episode(self, rows: np.ndarray | None, sim_seed: int) -> None:
+    def start_episode(self, rows: np.ndarray | None, sim_seed: int) -> None:
         """Simulate ``rows`` with run seed ``sim_seed`` (refilling the simulator in place when
         the window fits it) and advance to the first decision point."""
         if self._own_sim and self.sim.reset_window(rows, sim_seed):
@@ -182,7 +182,7 @@ class HetClusterEnv(gym.Env):
             self._own_sim = True
         self._advance_until_decision(force=True)
 
-    def _draw_episode(self, seed: int | None) -> tuple[np.ndarray | None, int]:
+    def draw_episode(self, seed: int | None) -> tuple[np.ndarray | None, int]:
         """Seed the env's RNG (``gym.Env.reset``) and draw the next episode's window rows
         and simulator seed (what ``reset`` simulates; the batched env's reset draws here too)."""
         super().reset(seed=seed)
@@ -228,7 +228,7 @@ class HetClusterEnv(gym.Env):
         """Whether this env reads the simulator behind ``view``."""
         return self.sim is not None and self.sim is view.simulator
 
-    def _swap_sim(self, sim: Simulator) -> None:
+    def swap_sim(self, sim: Simulator) -> None:
         """Step ``sim`` (an own simulator of this env's scenario) from now on; the bound
         kernels are kept when its state has the same Numba types (the batched env keeps
         two simulators per sub-env, see :mod:`hetgym.envs.lazy_metrics`)."""
@@ -271,7 +271,7 @@ class HetClusterEnv(gym.Env):
         self._binder = b
         self._bound_state = sim.state
 
-    def _args(self) -> tuple:
+    def kernel_args(self) -> tuple:
         """The env kernels' arguments for the simulator's current state (bound again first
         if the simulator replaced its state, e.g. when its segment log grew)."""
         sim = self.sim
@@ -290,7 +290,7 @@ class HetClusterEnv(gym.Env):
         sim = self.sim
         if sim is None:
             raise RuntimeError("call reset() or attach() before refresh()")
-        args = self._args()
+        args = self.kernel_args()
         if self._refresh is None:
             self._refresh = self._binder.entry(refresh_nb)
         feasible = bool(self._refresh(*args))
@@ -312,7 +312,7 @@ class HetClusterEnv(gym.Env):
         a = self._check_action(action)
         self.steps += 1
         invalid = not self._mask[a]
-        self._carry_out(a, int(self._act(a, *self._args())))
+        self.finish_action(a, int(self._act(a, *self.kernel_args())))
         terminated = bool(sim.state.run.ctr[CTR_DONE] == sim.n_jobs)
         truncated = (not terminated) and (self.steps >= self.max_steps or self._stuck)
         terms = self.reward.step_terms(sim, truncated)
@@ -358,13 +358,9 @@ class HetClusterEnv(gym.Env):
 
     # ------------------------------------ driver interface (the batched env's)
     # What :class:`hetgym.envs.batched.HetClusterVecEnv` uses to step this env in its
-    # compiled batch and to reset it: the same code as ``reset`` and ``step``, in parts.
-
-    def kernel_args(self) -> tuple:
-        """``(P, S, env params, env state)``: the structref mirrors the env kernels of
-        :mod:`hetgym.envs.fused` take, for the simulator's current state (the kernels bound
-        again first if the simulator replaced its state)."""
-        return self._args()
+    # compiled batch and to reset it: the same code as ``reset`` and ``step``, in parts
+    # (with :meth:`draw_episode`, :meth:`start_episode`, :meth:`kernel_args`,
+    # :meth:`finish_action` and :meth:`swap_sim` above, which ``reset`` and ``step`` call).
 
     def write_outputs_to(self, obs: np.ndarray, mask: np.ndarray) -> None:
         """Make the env kernels write this env's observation and mask into ``obs`` and
@@ -376,17 +372,6 @@ class HetClusterEnv(gym.Env):
         self._es = self._es._replace(obs=obs, mask=mask)
         self._obs, self._mask = obs, mask
 
-    def draw_episode(self, seed: int | None) -> tuple[np.ndarray | None, int]:
-        """What ``reset(seed=seed)`` draws: seeds the env's RNG and returns the window's
-        workload rows and the simulator's seed (:meth:`start_episode` simulates them)."""
-        return self._draw_episode(seed)
-
-    def start_episode(self, rows: np.ndarray | None, sim_seed: int) -> None:
-        """The rest of ``reset``: simulate ``rows`` with seed ``sim_seed`` (the simulator
-        refilled in place when it is the env's own and the window fits it, else a new one)
-        and advance to the first decision point."""
-        self._start_episode(rows, sim_seed)
-
     def begin_refilled_episode(self) -> None:
         """After the env's own simulator and :attr:`episode_inv_best` were refilled in place
         for a new window (by :class:`hetgym.envs.refill.Refiller`): the step count and the
@@ -394,12 +379,6 @@ class HetClusterEnv(gym.Env):
         self.steps = 0
         self._stuck = False
         self._advance_until_decision(force=True)
-
-    def finish_action(self, a: int, code: int) -> None:
-        """Finish action ``a`` from the code :func:`~hetgym.envs.fused.act_nb` returned (what
-        ``step`` does after the kernel): grow the segment log and act again, raise on a
-        refused action or a failed start, read the decision point reached."""
-        self._carry_out(a, code)
 
     @property
     def stuck(self) -> bool:
@@ -416,11 +395,6 @@ class HetClusterEnv(gym.Env):
         """Leave :attr:`sim` as it is from now on: the next :meth:`start_episode` makes a new
         simulator instead of refilling it (its episode's metrics may still be read)."""
         self._own_sim = False
-
-    def swap_sim(self, sim: Simulator) -> None:
-        """Step ``sim``, another simulator of this env's scenario made for it, from now on
-        (the bound kernels kept when its state has the same Numba types)."""
-        self._swap_sim(sim)
 
     @property
     def episode_inv_best(self) -> np.ndarray:
@@ -445,16 +419,16 @@ class HetClusterEnv(gym.Env):
         mask, the observation and the reward terms.
         """
         assert self.sim is not None
-        self._after_decide(self._decide(bool(force), *self._args()))
+        self._after_decide(self._decide(bool(force), *self.kernel_args()))
 
-    def _carry_out(self, a: int, code: int) -> None:
+    def finish_action(self, a: int, code: int) -> None:
         """Finish action ``a`` given the code of :func:`~hetgym.envs.fused.act_nb`: act again
         after growing the segment log, raise on a refused action or a failed start, and
         read the decision point reached (a no-op changes nothing). The batched env calls it
         for the sub-envs whose step its kernel left unfinished."""
         if code == ACT_GROW:  # a preemption needs room in the segment log
             self.sim.grow_segments()
-            code = int(self._act(a, *self._args()))
+            code = int(self._act(a, *self.kernel_args()))
         if code == ACT_INVALID or code >= 100:
             self._read_windows()
         if code == ACT_INVALID:
@@ -470,7 +444,7 @@ class HetClusterEnv(gym.Env):
         sim = self.sim
         while code == STEP_LOG_FULL:  # segment log full: grow it and go on
             sim.grow_segments()
-            code = self._decide(True, *self._args())
+            code = self._decide(True, *self.kernel_args())
         if code < 0:
             raise InvariantError(f"simulator invariant violated (code {code}) at t={sim.now}")
         self._stuck = code == 0

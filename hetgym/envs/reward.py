@@ -167,7 +167,7 @@ class RewardTracker:
         """Start an episode (:func:`start_window`); returns 1 / best-device duration per job
         (for :func:`accrue_nb`), written into ``inv_best`` when given."""
         src = inv_best_durations(sim.jobs)
-        out = np.empty_like(src) if inv_best is None else inv_best
+        out = src if inv_best is None else inv_best
         start_window(self.rew, out, src, 0)
         self._price = sim.options.energy_price * sim.options.pue / 3.6e6
         return out

@@ -76,7 +76,7 @@ def test_refill_gives_the_arrays_of_reset_window(kwargs: dict) -> None:
         ref = copy.deepcopy(env.sim)
         if not refiller.reset(env.sim, rows, seed, env._ep.inv_best, env._es.rew):
             assert not refiller.fits(env.sim, int(rows[0]))
-            env._start_episode(rows, seed)
+            env.start_episode(rows, seed)
             continue
         refilled += 1
         assert ref.reset_window(rows, seed)
